@@ -1,0 +1,2 @@
+//! placeholder
+#![cfg_attr(not(feature = "std"), no_std)]

@@ -1,0 +1,2 @@
+//! Development tasks.
+fn main() {}
