@@ -1,1 +1,7 @@
-//! placeholder
+//! Protocol-neutral core of the CoreSight program-trace toolkit.
+//!
+//! - [`frames`]: the CoreSight formatter-frame deformatter (and formatter)
+//!   that splits a capture into per-trace-ID byte runs, keeping each byte's
+//!   offset in the input file.
+
+pub mod frames;

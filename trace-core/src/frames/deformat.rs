@@ -1,0 +1,423 @@
+//! Frame deformatter: captured bytes in, per-source runs out.
+
+use super::{is_source_id, FrameMode, Run, FRAME_SIZE, NULL_ID};
+
+/// Why bytes were not handed on as a source's data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiscardReason {
+    /// Data before the first ID change of the capture: its source is unknown.
+    NoId,
+    /// Data under the null ID 0 (padding).
+    NullId,
+    /// Data under a reserved ID (`0x70..=0x7F`).
+    ReservedId,
+}
+
+/// What the deformatter reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameEvent {
+    /// Payload bytes of one source.
+    Data(Run),
+    /// Frame payload bytes that belong to no source; `run.id` is the ID they
+    /// were under (0 for [`DiscardReason::NoId`]).
+    Discarded {
+        /// Why the bytes were discarded.
+        reason: DiscardReason,
+        /// The discarded bytes and where they lie.
+        run: Run,
+    },
+    /// Bytes skipped while looking for frame alignment (continuous mode:
+    /// everything before the first full-frame sync).
+    Unsynchronized {
+        /// Offset of the first skipped byte.
+        offset: u64,
+        /// Number of bytes skipped.
+        len: u64,
+    },
+    /// The input ended inside a frame; these bytes could not be unpacked.
+    Truncated {
+        /// Offset of the first byte of the incomplete frame.
+        offset: u64,
+        /// Number of bytes in it.
+        len: u64,
+    },
+}
+
+/// Counters kept by a [`Deformatter`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeformatStats {
+    /// Input bytes consumed.
+    pub bytes: u64,
+    /// Complete frames unpacked.
+    pub frames: u64,
+    /// Full-frame syncs removed (continuous mode).
+    pub fsyncs: u64,
+    /// Half-word syncs removed (continuous mode).
+    pub hsyncs: u64,
+}
+
+/// Splits a capture into per-source payload runs.
+///
+/// Feed the capture in chunks of any size with [`Deformatter::feed`]; the
+/// events are the same whatever the chunk boundaries. Call
+/// [`Deformatter::finish`] at the end of the input.
+///
+/// ```
+/// use trace_core::frames::{Deformatter, FrameEvent, FrameMode};
+/// // One frame: ID change to 0x10 (immediate), then the data bytes
+/// // 0x11, 0x22, .., with bit 0 of the even-position bytes in byte 15.
+/// let frame = [
+///     0x21, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+///     0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0x00,
+/// ];
+/// let mut d = Deformatter::new(FrameMode::Memory);
+/// let events: Vec<_> = d.feed(&frame).collect();
+/// let FrameEvent::Data(run) = events[0] else { panic!() };
+/// assert_eq!((run.id, run.offset), (0x10, 1));
+/// assert_eq!(run.data(), &[0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+///                          0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE]);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Deformatter {
+    mode: FrameMode,
+    cur_id: Option<u8>,
+    frame: [u8; FRAME_SIZE],
+    frame_off: [u64; FRAME_SIZE],
+    fill: usize,
+    offset: u64,
+    synced: bool,
+    pair: [u8; 2],
+    pair_off: u64,
+    pair_fill: usize,
+    window: u32,
+    in_fsync: bool,
+    unsynced_from: u64,
+    queue: Vec<FrameEvent>,
+    head: usize,
+    stats: DeformatStats,
+}
+
+impl Deformatter {
+    /// A deformatter for input laid out as `mode` says.
+    #[must_use]
+    pub fn new(mode: FrameMode) -> Self {
+        Deformatter {
+            mode,
+            cur_id: None,
+            frame: [0; FRAME_SIZE],
+            frame_off: [0; FRAME_SIZE],
+            fill: 0,
+            offset: 0,
+            synced: matches!(mode, FrameMode::Memory),
+            pair: [0; 2],
+            pair_off: 0,
+            pair_fill: 0,
+            window: 0,
+            in_fsync: false,
+            unsynced_from: 0,
+            queue: Vec::with_capacity(32),
+            head: 0,
+            stats: DeformatStats::default(),
+        }
+    }
+
+    /// The layout this deformatter expects.
+    #[must_use]
+    pub fn mode(&self) -> FrameMode {
+        self.mode
+    }
+
+    /// Counters so far.
+    #[must_use]
+    pub fn stats(&self) -> DeformatStats {
+        self.stats
+    }
+
+    /// Offset of the next input byte.
+    #[must_use]
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Continue the input with `chunk` and iterate what it completes.
+    ///
+    /// Dropping the iterator before it is exhausted still consumes the whole
+    /// chunk (its events are then lost), so the deformatter stays consistent.
+    pub fn feed<'a>(&'a mut self, chunk: &'a [u8]) -> FrameEvents<'a> {
+        FrameEvents {
+            d: self,
+            chunk,
+            pos: 0,
+        }
+    }
+
+    /// End of input: reports an incomplete frame or a capture in which no
+    /// frame alignment was found.
+    pub fn finish(&mut self) -> Option<FrameEvent> {
+        if !self.synced {
+            let len = self.offset - self.unsynced_from;
+            self.unsynced_from = self.offset;
+            return (len > 0).then_some(FrameEvent::Unsynchronized {
+                offset: self.offset - len,
+                len,
+            });
+        }
+        let pending = self.fill + self.pair_fill;
+        if pending == 0 {
+            return None;
+        }
+        let offset = if self.fill > 0 {
+            self.frame_off[0]
+        } else {
+            self.pair_off
+        };
+        self.fill = 0;
+        self.pair_fill = 0;
+        Some(FrameEvent::Truncated {
+            offset,
+            len: self.offset - offset,
+        })
+    }
+
+    /// Consume bytes of `chunk` from `pos` until at least one event is
+    /// queued or the chunk ends; returns the new position.
+    fn advance(&mut self, chunk: &[u8], mut pos: usize) -> usize {
+        while pos < chunk.len() && self.head >= self.queue.len() {
+            match self.mode {
+                FrameMode::Raw { id } => {
+                    let mut run = Run::new(id, self.offset, self.offset);
+                    for &b in &chunk[pos..chunk.len().min(pos + FRAME_SIZE - 1)] {
+                        run.push(b);
+                    }
+                    let n = run.data().len();
+                    self.offset += n as u64;
+                    self.stats.bytes += n as u64;
+                    pos += n;
+                    self.queue.push(FrameEvent::Data(run));
+                }
+                FrameMode::Memory => {
+                    // Fast path: whole frames straight from the chunk.
+                    if self.fill == 0 && chunk.len() - pos >= FRAME_SIZE {
+                        let mut frame = [0u8; FRAME_SIZE];
+                        frame.copy_from_slice(&chunk[pos..pos + FRAME_SIZE]);
+                        let base = self.offset;
+                        self.frame = frame;
+                        for (i, o) in self.frame_off.iter_mut().enumerate() {
+                            *o = base + i as u64;
+                        }
+                        self.offset += FRAME_SIZE as u64;
+                        self.stats.bytes += FRAME_SIZE as u64;
+                        pos += FRAME_SIZE;
+                        self.unpack();
+                    } else {
+                        let b = chunk[pos];
+                        pos += 1;
+                        let off = self.offset;
+                        self.offset += 1;
+                        self.stats.bytes += 1;
+                        self.push_frame_byte(b, off);
+                    }
+                }
+                FrameMode::Continuous => {
+                    let b = chunk[pos];
+                    pos += 1;
+                    let off = self.offset;
+                    self.offset += 1;
+                    self.stats.bytes += 1;
+                    self.continuous_byte(b, off);
+                }
+            }
+        }
+        pos
+    }
+
+    fn continuous_byte(&mut self, b: u8, off: u64) {
+        if !self.synced {
+            self.window = (self.window << 8) | u32::from(b);
+            if self.window == 0xFFFF_FF7F && off + 1 - self.unsynced_from >= 4 {
+                self.synced = true;
+                self.stats.fsyncs += 1;
+                let len = off + 1 - 4 - self.unsynced_from;
+                if len > 0 {
+                    self.queue.push(FrameEvent::Unsynchronized {
+                        offset: self.unsynced_from,
+                        len,
+                    });
+                }
+            }
+            return;
+        }
+        if self.pair_fill == 0 {
+            self.pair_off = off;
+        }
+        self.pair[self.pair_fill] = b;
+        self.pair_fill += 1;
+        if self.pair_fill < 2 {
+            return;
+        }
+        self.pair_fill = 0;
+        match self.pair {
+            // A half-word sync, or the second half of a full-frame sync:
+            // 0xFF at an even position would be the forbidden ID 0x7F.
+            [0xFF, 0x7F] => {
+                if self.in_fsync {
+                    self.stats.fsyncs += 1;
+                } else {
+                    self.stats.hsyncs += 1;
+                }
+                self.in_fsync = false;
+            }
+            // First half of a full-frame sync, between frames.
+            [0xFF, 0xFF] if self.fill == 0 => self.in_fsync = true,
+            [lo, hi] => {
+                self.in_fsync = false;
+                let at = self.pair_off;
+                self.push_frame_byte(lo, at);
+                self.push_frame_byte(hi, at + 1);
+            }
+        }
+    }
+
+    fn push_frame_byte(&mut self, b: u8, off: u64) {
+        self.frame[self.fill] = b;
+        self.frame_off[self.fill] = off;
+        self.fill += 1;
+        if self.fill == FRAME_SIZE {
+            self.fill = 0;
+            self.unpack();
+        }
+    }
+
+    /// Unpack the frame in `self.frame` into queued events.
+    fn unpack(&mut self) {
+        self.stats.frames += 1;
+        let f = self.frame;
+        let aux = f[15];
+        let mut u = Unpacker {
+            id: self.cur_id,
+            block_index: self.frame_off[0],
+            block_count: 0,
+            run: None,
+            offs: &self.frame_off,
+            queue: &mut self.queue,
+        };
+        for i in (0..14).step_by(2) {
+            let flag = (aux >> (i / 2)) & 1;
+            if f[i] & 1 == 1 {
+                let new = f[i] >> 1;
+                if u.id == Some(new) {
+                    u.data(f[i + 1], i + 1);
+                } else {
+                    if flag == 1 {
+                        u.data(f[i + 1], i + 1);
+                    }
+                    u.change_id(new, i);
+                    if flag == 0 {
+                        u.data(f[i + 1], i + 1);
+                    }
+                }
+            } else {
+                u.data(f[i] | flag, i);
+                u.data(f[i + 1], i + 1);
+            }
+        }
+        if f[14] & 1 == 1 {
+            u.flush();
+            u.id = Some(f[14] >> 1);
+        } else {
+            u.data(f[14] | (aux >> 7), 14);
+        }
+        u.flush();
+        self.cur_id = u.id;
+    }
+}
+
+/// Per-frame unpacking state.
+struct Unpacker<'a> {
+    id: Option<u8>,
+    block_index: u64,
+    block_count: u64,
+    run: Option<Run>,
+    offs: &'a [u64; FRAME_SIZE],
+    queue: &'a mut Vec<FrameEvent>,
+}
+
+impl Unpacker<'_> {
+    fn change_id(&mut self, new: u8, pos: usize) {
+        self.flush();
+        self.id = Some(new);
+        self.block_index = self.offs[pos];
+        self.block_count = 0;
+    }
+
+    fn data(&mut self, byte: u8, pos: usize) {
+        let off = self.offs[pos];
+        let index = self.block_index + self.block_count;
+        self.block_count += 1;
+        let id = self.id.unwrap_or(NULL_ID);
+        let extend = matches!(self.run, Some(r) if r.id == id && r.end() == off);
+        if !extend {
+            self.flush();
+            self.run = Some(Run::new(id, off, index));
+        }
+        if let Some(run) = self.run.as_mut() {
+            run.push(byte);
+        }
+    }
+
+    fn flush(&mut self) {
+        let Some(run) = self.run.take() else { return };
+        let event = match self.id_kind(run.id) {
+            None => FrameEvent::Data(run),
+            Some(reason) => FrameEvent::Discarded { reason, run },
+        };
+        self.queue.push(event);
+    }
+
+    fn id_kind(&self, id: u8) -> Option<DiscardReason> {
+        if self.id.is_none() {
+            Some(DiscardReason::NoId)
+        } else if id == NULL_ID {
+            Some(DiscardReason::NullId)
+        } else if is_source_id(id) {
+            None
+        } else {
+            Some(DiscardReason::ReservedId)
+        }
+    }
+}
+
+/// Iterator over the events a chunk completes; see [`Deformatter::feed`].
+#[derive(Debug)]
+pub struct FrameEvents<'a> {
+    d: &'a mut Deformatter,
+    chunk: &'a [u8],
+    pos: usize,
+}
+
+impl Iterator for FrameEvents<'_> {
+    type Item = FrameEvent;
+
+    fn next(&mut self) -> Option<FrameEvent> {
+        if self.d.head >= self.d.queue.len() {
+            self.d.queue.clear();
+            self.d.head = 0;
+            self.pos = self.d.advance(self.chunk, self.pos);
+        }
+        let ev = self.d.queue.get(self.d.head).copied()?;
+        self.d.head += 1;
+        Some(ev)
+    }
+}
+
+impl Drop for FrameEvents<'_> {
+    fn drop(&mut self) {
+        while self.pos < self.chunk.len() {
+            self.d.queue.clear();
+            self.d.head = 0;
+            self.pos = self.d.advance(self.chunk, self.pos);
+        }
+        self.d.queue.clear();
+        self.d.head = 0;
+    }
+}
