@@ -3,5 +3,8 @@
 //! - [`frames`]: the CoreSight formatter-frame deformatter (and formatter)
 //!   that splits a capture into per-trace-ID byte runs, keeping each byte's
 //!   offset in the input file.
+//! - [`memory`]: memory images (raw binaries, snapshot dumps, ELF files)
+//!   the decoder reads instructions from.
 
 pub mod frames;
+pub mod memory;
