@@ -6,11 +6,11 @@ use super::{is_source_id, FrameMode, Run, FRAME_SIZE, NULL_ID};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DiscardReason {
     /// Data before the first ID change of the capture: its source is unknown.
-    NoId,
+    Unassigned,
     /// Data under the null ID 0 (padding).
-    NullId,
+    Null,
     /// Data under a reserved ID (`0x70..=0x7F`).
-    ReservedId,
+    Reserved,
 }
 
 /// What the deformatter reports.
@@ -19,7 +19,7 @@ pub enum FrameEvent {
     /// Payload bytes of one source.
     Data(Run),
     /// Frame payload bytes that belong to no source; `run.id` is the ID they
-    /// were under (0 for [`DiscardReason::NoId`]).
+    /// were under (0 for [`DiscardReason::Unassigned`]).
     Discarded {
         /// Why the bytes were discarded.
         reason: DiscardReason,
@@ -376,13 +376,13 @@ impl Unpacker<'_> {
 
     fn id_kind(&self, id: u8) -> Option<DiscardReason> {
         if self.id.is_none() {
-            Some(DiscardReason::NoId)
+            Some(DiscardReason::Unassigned)
         } else if id == NULL_ID {
-            Some(DiscardReason::NullId)
+            Some(DiscardReason::Null)
         } else if is_source_id(id) {
             None
         } else {
-            Some(DiscardReason::ReservedId)
+            Some(DiscardReason::Reserved)
         }
     }
 }

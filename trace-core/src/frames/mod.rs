@@ -19,7 +19,7 @@
 mod deformat;
 mod format;
 
-pub use deformat::{Deformatter, FrameEvent};
+pub use deformat::{DeformatStats, Deformatter, DiscardReason, FrameEvent, FrameEvents};
 pub use format::Formatter;
 
 /// Size of one formatter frame in bytes.

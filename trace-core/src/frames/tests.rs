@@ -98,7 +98,7 @@ fn data_before_any_id_is_discarded_and_reported() {
         .iter()
         .filter_map(|e| match e {
             FrameEvent::Discarded {
-                reason: DiscardReason::NoId,
+                reason: DiscardReason::Unassigned,
                 run,
             } => Some(run.data().len() as u64),
             _ => None,
@@ -125,7 +125,7 @@ fn null_and_reserved_ids_are_discarded() {
         .collect();
     assert_eq!(
         reasons,
-        vec![DiscardReason::NullId, DiscardReason::ReservedId]
+        vec![DiscardReason::Null, DiscardReason::Reserved]
     );
 }
 
