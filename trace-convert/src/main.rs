@@ -1,1 +1,259 @@
-fn main() {}
+//! `trace-convert`: decode CoreSight ETMv3/PTM trace captures.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use trace_convert::input::flags::{Layout, SourceFlags};
+use trace_convert::input::source::Protocol;
+use trace_convert::input::{self, InputError};
+use trace_convert::output::AtomicFile;
+use trace_convert::packets::{self, ListFormat, ReadError};
+
+/// Decode CoreSight ETMv3 and PTM (PFT) program trace.
+#[derive(Debug, Parser)]
+#[command(version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List the packets of a capture.
+    ///
+    /// Examples:
+    ///   trace-convert packets ../shared/testdata/opencsd/TC2
+    ///   trace-convert packets --format jsonl --trace-id 0x13 TC2
+    ///   trace-convert packets --protocol ptm --return-stack PTM_0_2.bin
+    ///   trace-convert packets --protocol etm --layout frames --cycle-accurate etb.bin
+    #[command(verbatim_doc_comment)]
+    Packets(PacketsArgs),
+}
+
+#[derive(Debug, Args)]
+struct PacketsArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// Listing format: readable text, or one JSON object per line.
+    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    format: FormatArg,
+    /// Write the listing to FILE instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum FormatArg {
+    /// One readable line per packet.
+    Text,
+    /// One JSON object per line (schema in the README).
+    Jsonl,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ProtocolArg {
+    /// ETM architecture v3.0 to v3.5.
+    Etm,
+    /// PTM, Program Flow Trace v1.0/v1.1.
+    Ptm,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LayoutArg {
+    /// One source's raw bytes.
+    Raw,
+    /// CoreSight formatter frames (ETB, ETF, ETR buffers).
+    Frames,
+    /// CoreSight frames from a TPIU in continuous mode (with syncs).
+    Tpiu,
+}
+
+/// Where the trace is and how it was configured.
+#[derive(Debug, Args)]
+struct InputArgs {
+    /// A snapshot directory (snapshot.ini) or a capture file.
+    #[arg(value_name = "SNAPSHOT_DIR|FILE")]
+    path: PathBuf,
+    /// Protocol of a capture file (required without a snapshot).
+    #[arg(long, value_enum)]
+    protocol: Option<ProtocolArg>,
+    /// Layout of a capture file.
+    #[arg(long, value_enum, default_value_t = LayoutArg::Raw)]
+    layout: LayoutArg,
+    /// Trace ID: reported for a raw capture, or the only ID decoded.
+    #[arg(long, value_name = "ID", value_parser = parse_u8)]
+    trace_id: Option<u8>,
+    /// ETMCR register value, e.g. 0x10001000.
+    #[arg(long, value_name = "VALUE", value_parser = parse_u32)]
+    etmcr: Option<u32>,
+    /// ETMCCER register value.
+    #[arg(long, value_name = "VALUE", value_parser = parse_u32)]
+    etmccer: Option<u32>,
+    /// ETMIDR register value (architecture version and options).
+    #[arg(long, value_name = "VALUE", value_parser = parse_u32)]
+    etmidr: Option<u32>,
+    /// Cycle-accurate trace (ETMCR bit 12).
+    #[arg(long)]
+    cycle_accurate: bool,
+    /// Context ID size in bytes (ETMCR bits 15:14).
+    #[arg(long, value_name = "N", value_parser = ["0", "1", "2", "4"])]
+    context_id_bytes: Option<String>,
+    /// Timestamps enabled (ETMCR bit 28).
+    #[arg(long)]
+    timestamps: bool,
+    /// Timestamp size in bits (ETMCCER bit 29).
+    #[arg(long, value_name = "BITS", value_parser = ["48", "64"])]
+    timestamp_bits: Option<String>,
+    /// VMID tracing enabled (ETMCR bit 30).
+    #[arg(long)]
+    vmid: bool,
+    /// PTM return stack enabled (ETMCR bit 29).
+    #[arg(long)]
+    return_stack: bool,
+    /// Branch broadcast: every branch traced with its address (ETMCR bit 8).
+    #[arg(long)]
+    branch_broadcast: bool,
+    /// ETMv3 minor version, 3.0 to 3.5 (ETMIDR bits 7:4).
+    #[arg(long, value_name = "VERSION", value_parser = ["3.0", "3.1", "3.2", "3.3", "3.4", "3.5"])]
+    etm_version: Option<String>,
+    /// ETMv3.4+ alternative branch address encoding (ETMIDR bit 20).
+    #[arg(long)]
+    alt_branch: bool,
+}
+
+fn parse_u32(s: &str) -> Result<u32, String> {
+    let t = s.trim();
+    let r = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(h) => u32::from_str_radix(h, 16),
+        None => t.parse(),
+    };
+    r.map_err(|e| format!("`{s}` is not a 32-bit number: {e}"))
+}
+
+fn parse_u8(s: &str) -> Result<u8, String> {
+    let v = parse_u32(s)?;
+    u8::try_from(v)
+        .ok()
+        .filter(|&v| v < 0x80)
+        .ok_or_else(|| format!("`{s}` is not a trace ID (0 to 0x7f)"))
+}
+
+impl InputArgs {
+    fn flags(&self) -> SourceFlags {
+        let on = |b: bool| b.then_some(true);
+        SourceFlags {
+            protocol: self.protocol.map(|p| match p {
+                ProtocolArg::Etm => Protocol::Etmv3,
+                ProtocolArg::Ptm => Protocol::Ptm,
+            }),
+            layout: match self.layout {
+                LayoutArg::Raw => Layout::Raw,
+                LayoutArg::Frames => Layout::Frames,
+                LayoutArg::Tpiu => Layout::Tpiu,
+            },
+            trace_id: self.trace_id,
+            etmcr: self.etmcr,
+            etmccer: self.etmccer,
+            etmidr: self.etmidr,
+            cycle_accurate: on(self.cycle_accurate),
+            context_id_bytes: self
+                .context_id_bytes
+                .as_deref()
+                .and_then(|s| s.parse().ok()),
+            timestamps: on(self.timestamps),
+            timestamp_64bit: self.timestamp_bits.as_deref().map(|b| b == "64"),
+            vmid: on(self.vmid),
+            return_stack: on(self.return_stack),
+            branch_broadcast: on(self.branch_broadcast),
+            etm_minor: self
+                .etm_version
+                .as_deref()
+                .and_then(|v| v.strip_prefix("3."))
+                .and_then(|m| m.parse().ok()),
+            alt_branch: on(self.alt_branch),
+        }
+    }
+}
+
+/// Exit codes (documented in the README).
+mod exit {
+    pub const INPUT: u8 = 3;
+    pub const CONFIG: u8 = 4;
+    pub const OUTPUT: u8 = 5;
+}
+
+fn fail(code: u8, message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("trace-convert: {message}");
+    ExitCode::from(code)
+}
+
+fn input_code(e: &InputError) -> u8 {
+    match e {
+        InputError::NotFound(_) => exit::INPUT,
+        _ => exit::CONFIG,
+    }
+}
+
+fn run_packets(args: &PacketsArgs) -> ExitCode {
+    let input = match input::resolve(&args.input.path, &args.input.flags()) {
+        Ok(i) => i,
+        Err(e) => return fail(input_code(&e), e),
+    };
+    let format = match args.format {
+        FormatArg::Text => ListFormat::Text,
+        FormatArg::Jsonl => ListFormat::Jsonl,
+    };
+    let mut file = match &args.output {
+        Some(path) => match AtomicFile::create(path) {
+            Ok(f) => Some(f),
+            Err(e) => return fail(exit::OUTPUT, format!("{}: {e}", path.display())),
+        },
+        None => None,
+    };
+    let stdout = io::stdout();
+    let mut lock = io::BufWriter::new(stdout.lock());
+    for capture in &input.captures {
+        for (name, why) in &capture.skipped {
+            eprintln!("trace-convert: {name}: not decoded: {why}");
+        }
+        let out: &mut dyn Write = match file.as_mut() {
+            Some(f) => f,
+            None => &mut lock,
+        };
+        let result = packets::read_capture(capture, |item| packets::write_item(out, format, item));
+        match result {
+            Ok(summary) => {
+                for (id, s) in &summary.sources {
+                    eprintln!(
+                        "trace-convert: {}: ID {id:#04x}: {} bytes, {} packets, {} bytes skipped, {} errors",
+                        capture.path.display(),
+                        s.bytes,
+                        s.packets,
+                        s.skipped,
+                        s.errors
+                    );
+                }
+            }
+            Err(ReadError::Input(e)) => return fail(input_code(&e), e),
+            Err(e @ ReadError::Io { .. }) => return fail(exit::INPUT, e),
+            Err(e) => return fail(exit::OUTPUT, e),
+        }
+    }
+    if let Err(e) = lock.flush() {
+        return fail(exit::OUTPUT, e);
+    }
+    if let (Some(f), Some(path)) = (file, &args.output) {
+        if let Err(e) = f.commit() {
+            return fail(exit::OUTPUT, format!("{}: {e}", path.display()));
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match &cli.command {
+        Command::Packets(args) => run_packets(args),
+    }
+}

@@ -72,7 +72,8 @@ impl Drop for Scratch {
     }
 }
 
-const DEVICE: &str = "[device]\nname=ETM_0\nclass=trace_source\ntype=ETM3.5\n[regs]\nETMCR=0x1000\n";
+const DEVICE: &str =
+    "[device]\nname=ETM_0\nclass=trace_source\ntype=ETM3.5\n[regs]\nETMCR=0x1000\n";
 
 #[test]
 fn missing_snapshot_ini() {
@@ -84,7 +85,10 @@ fn missing_snapshot_ini() {
 
 #[test]
 fn missing_device_file() {
-    let s = Scratch::new("nodev", &[("snapshot.ini", "[device_list]\ndevice0=absent.ini\n")]);
+    let s = Scratch::new(
+        "nodev",
+        &[("snapshot.ini", "[device_list]\ndevice0=absent.ini\n")],
+    );
     let err = Snapshot::read(s.path()).expect_err("absent device");
     assert!(err.to_string().contains("absent.ini"), "{err}");
 }
@@ -95,17 +99,29 @@ fn paths_may_not_leave_the_snapshot() {
         let text = format!("[device_list]\ndevice0={bad}\n");
         let s = Scratch::new("escape", &[("snapshot.ini", &text)]);
         let err = Snapshot::read(s.path()).expect_err("escape");
-        assert!(matches!(err, SnapshotError::OutsideSnapshot { .. }), "{bad}: {err}");
+        assert!(
+            matches!(err, SnapshotError::OutsideSnapshot { .. }),
+            "{bad}: {err}"
+        );
     }
 }
 
 #[test]
 fn malformed_values_name_file_and_key() {
     let dev = "[device]\nname=ETM_0\n[regs]\nETMCR=banana\n";
-    let s = Scratch::new("badreg", &[("snapshot.ini", "[device_list]\nd=dev.ini\n"), ("dev.ini", dev)]);
+    let s = Scratch::new(
+        "badreg",
+        &[
+            ("snapshot.ini", "[device_list]\nd=dev.ini\n"),
+            ("dev.ini", dev),
+        ],
+    );
     let err = Snapshot::read(s.path()).expect_err("bad value");
     let text = err.to_string();
-    assert!(text.contains("dev.ini") && text.contains("ETMCR") && text.contains("banana"), "{text}");
+    assert!(
+        text.contains("dev.ini") && text.contains("ETMCR") && text.contains("banana"),
+        "{text}"
+    );
 
     let s = Scratch::new("badini", &[("snapshot.ini", "[device_list\n")]);
     let err = Snapshot::read(s.path()).expect_err("bad ini");
@@ -117,7 +133,10 @@ fn trace_metadata_needs_buffers() {
     let s = Scratch::new(
         "nobuf",
         &[
-            ("snapshot.ini", "[device_list]\nd=dev.ini\n[trace]\nmetadata=trace.ini\n"),
+            (
+                "snapshot.ini",
+                "[device_list]\nd=dev.ini\n[trace]\nmetadata=trace.ini\n",
+            ),
             ("dev.ini", DEVICE),
             ("trace.ini", "[source_buffers]\nETM_0=ETB_0\n"),
         ],
@@ -129,7 +148,10 @@ fn trace_metadata_needs_buffers() {
         "badfmt",
         &[
             ("snapshot.ini", "[trace]\nmetadata=trace.ini\n"),
-            ("trace.ini", "[trace_buffers]\nbuffers=b0\n[b0]\nname=ETB_0\nfile=x.bin\nformat=weird\n"),
+            (
+                "trace.ini",
+                "[trace_buffers]\nbuffers=b0\n[b0]\nname=ETB_0\nfile=x.bin\nformat=weird\n",
+            ),
         ],
     );
     let err = Snapshot::read(s.path()).expect_err("bad format");
@@ -139,7 +161,13 @@ fn trace_metadata_needs_buffers() {
 #[test]
 fn absurd_dump_address_is_rejected() {
     let dev = "[device]\nname=cpu\nclass=core\n[dump]\nfile=m.bin\naddress=0x1_0000_0000\n";
-    let s = Scratch::new("addr", &[("snapshot.ini", "[device_list]\nd=dev.ini\n"), ("dev.ini", dev)]);
+    let s = Scratch::new(
+        "addr",
+        &[
+            ("snapshot.ini", "[device_list]\nd=dev.ini\n"),
+            ("dev.ini", dev),
+        ],
+    );
     let err = Snapshot::read(s.path()).expect_err("address");
     assert!(err.to_string().contains("32-bit"), "{err}");
 }

@@ -1,2 +1,71 @@
-//! Development tasks.
-fn main() {}
+//! Development tasks, run as `cargo xtask <task>`:
+//!
+//! - `ci`: formatting, lints, the whole test suite and conformance: what
+//!   `.ci/run` runs.
+//! - `conformance`: our packets against OpenCSD's listings of the real
+//!   captures in `../shared/testdata/opencsd`.
+
+mod conformance;
+mod listing;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("ci") => ci(),
+        Some("conformance") => conformance::run(&testdata_dir(), &args[1..]),
+        _ => {
+            eprintln!("usage: cargo xtask <ci | conformance [--verbose]>");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// `../shared/testdata/opencsd` beside the workspace.
+fn testdata_dir() -> PathBuf {
+    root().join("../shared/testdata/opencsd")
+}
+
+fn cargo(args: &[&str]) -> Result<(), String> {
+    eprintln!("xtask: cargo {}", args.join(" "));
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(args)
+        .current_dir(root())
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("cargo {} failed ({status})", args.join(" ")))
+    }
+}
+
+fn ci() -> Result<(), String> {
+    cargo(&["fmt", "--all", "--", "--check"])?;
+    cargo(&[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
+    conformance::run(&testdata_dir(), &[])?;
+    cargo(&["test", "--workspace"])
+}

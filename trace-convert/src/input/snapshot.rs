@@ -196,12 +196,10 @@ impl Snapshot {
                 what: "[trace_buffers] buffers".into(),
             })?;
         for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            let sec = trace
-                .section(name)
-                .ok_or_else(|| SnapshotError::Missing {
-                    path: trace_path.clone(),
-                    what: format!("[{name}] section for buffer {name}"),
-                })?;
+            let sec = trace.section(name).ok_or_else(|| SnapshotError::Missing {
+                path: trace_path.clone(),
+                what: format!("[{name}] section for buffer {name}"),
+            })?;
             snap.buffers.push(read_buffer(dir, &trace_path, sec)?);
         }
         snap.source_buffers = pairs(&trace, "source_buffers");

@@ -81,7 +81,7 @@ pub struct Run {
 }
 
 impl Run {
-    fn new(id: u8, offset: u64, opencsd_index: u64) -> Self {
+    pub(crate) fn new(id: u8, offset: u64, opencsd_index: u64) -> Self {
         Run {
             id,
             offset,
@@ -91,7 +91,7 @@ impl Run {
         }
     }
 
-    fn push(&mut self, byte: u8) {
+    pub(crate) fn push(&mut self, byte: u8) {
         // A frame holds at most 15 data bytes, so a run never overflows.
         if let Some(slot) = self.bytes.get_mut(usize::from(self.len)) {
             *slot = byte;

@@ -123,10 +123,7 @@ fn null_and_reserved_ids_are_discarded() {
             _ => None,
         })
         .collect();
-    assert_eq!(
-        reasons,
-        vec![DiscardReason::Null, DiscardReason::Reserved]
-    );
+    assert_eq!(reasons, vec![DiscardReason::Null, DiscardReason::Reserved]);
 }
 
 #[test]

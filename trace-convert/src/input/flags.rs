@@ -1,0 +1,238 @@
+//! Describing a capture file with flags instead of a snapshot: the
+//! protocol, the layout, and register bits set one by one.
+
+use super::source::{CaptureSpec, Protocol, SourceRegs, SourceSpec};
+use std::path::Path;
+use trace_core::frames::FrameMode;
+
+/// How a capture file's bytes are laid out (`--layout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// One source's raw bytes.
+    #[default]
+    Raw,
+    /// CoreSight formatter frames from an ETB, ETF or ETR buffer.
+    Frames,
+    /// CoreSight formatter frames from a TPIU in continuous mode, with
+    /// synchronisation patterns.
+    Tpiu,
+}
+
+/// Settings for the sources of a capture described by flags. Each setting
+/// that is `Some` overrides the register bit it stands for; registers start
+/// from the typical values of the protocol (ETMv3.5 or PFT 1.1) or from
+/// explicit register values.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SourceFlags {
+    /// Protocol of the sources (`--protocol`); required for capture files.
+    pub protocol: Option<Protocol>,
+    /// Layout of the capture (`--layout`).
+    pub layout: Layout,
+    /// Trace ID: the ID reported for a raw capture, or the only ID decoded
+    /// from a formatted one (`--trace-id`).
+    pub trace_id: Option<u8>,
+    /// ETMCR value (`--etmcr`).
+    pub etmcr: Option<u32>,
+    /// ETMCCER value (`--etmccer`).
+    pub etmccer: Option<u32>,
+    /// ETMIDR value (`--etmidr`).
+    pub etmidr: Option<u32>,
+    /// ETMCR bit 12 (`--cycle-accurate`).
+    pub cycle_accurate: Option<bool>,
+    /// ETMCR bits 15:14 as a byte count 0, 1, 2 or 4 (`--context-id-bytes`).
+    pub context_id_bytes: Option<u8>,
+    /// ETMCR bit 28 (`--timestamps`).
+    pub timestamps: Option<bool>,
+    /// ETMCCER bit 29: 64-bit rather than 48-bit timestamps
+    /// (`--timestamp-bits`).
+    pub timestamp_64bit: Option<bool>,
+    /// ETMCR bit 30 (`--vmid`).
+    pub vmid: Option<bool>,
+    /// ETMCR bit 29, PTM only (`--return-stack`).
+    pub return_stack: Option<bool>,
+    /// ETMCR bit 8 (`--branch-broadcast`).
+    pub branch_broadcast: Option<bool>,
+    /// ETMv3 minor version 0 to 5, in ETMIDR bits 7:4 (`--etm-version`).
+    pub etm_minor: Option<u8>,
+    /// ETMIDR bit 20: ETMv3.4+ alternative branch address encoding
+    /// (`--alt-branch`).
+    pub alt_branch: Option<bool>,
+}
+
+/// Typical ETMv3.5 ETMIDR (Cortex-A7) and ETMCCER (timestamps implemented,
+/// natural binary, 64-bit) values.
+const ETM_IDR: u32 = 0x410C_F250;
+const ETM_CCER: u32 = 0x3440_08F2;
+/// Typical PFT 1.1 ETMIDR (Cortex-A15) and ETMCCER values.
+const PTM_IDR: u32 = 0x411C_F312;
+const PTM_CCER: u32 = 0x34C0_1AC2;
+
+fn set(reg: &mut u32, bit: u32, on: Option<bool>) {
+    match on {
+        Some(true) => *reg |= 1 << bit,
+        Some(false) => *reg &= !(1 << bit),
+        None => {}
+    }
+}
+
+impl SourceFlags {
+    /// Whether any register-level setting is given (they may also refine a
+    /// snapshot's registers).
+    #[must_use]
+    pub fn overrides_registers(&self) -> bool {
+        self.etmcr.is_some()
+            || self.etmccer.is_some()
+            || self.etmidr.is_some()
+            || self.cycle_accurate.is_some()
+            || self.context_id_bytes.is_some()
+            || self.timestamps.is_some()
+            || self.timestamp_64bit.is_some()
+            || self.vmid.is_some()
+            || self.return_stack.is_some()
+            || self.branch_broadcast.is_some()
+            || self.etm_minor.is_some()
+            || self.alt_branch.is_some()
+    }
+
+    /// Apply the settings to `regs`.
+    #[must_use]
+    pub fn apply(&self, mut regs: SourceRegs) -> SourceRegs {
+        if let Some(v) = self.etmcr {
+            regs.etmcr = v;
+        }
+        if let Some(v) = self.etmccer {
+            regs.etmccer = v;
+        }
+        if let Some(v) = self.etmidr {
+            regs.etmidr = v;
+        }
+        set(&mut regs.etmcr, 12, self.cycle_accurate);
+        set(&mut regs.etmcr, 28, self.timestamps);
+        set(&mut regs.etmcr, 30, self.vmid);
+        set(&mut regs.etmcr, 29, self.return_stack);
+        set(&mut regs.etmcr, 8, self.branch_broadcast);
+        set(&mut regs.etmccer, 29, self.timestamp_64bit);
+        set(&mut regs.etmidr, 20, self.alt_branch);
+        if let Some(n) = self.context_id_bytes {
+            let field = match n {
+                0 => 0,
+                1 => 1,
+                2 => 2,
+                _ => 3,
+            };
+            regs.etmcr = (regs.etmcr & !(3 << 14)) | (field << 14);
+        }
+        if let Some(minor) = self.etm_minor {
+            regs.etmidr = (regs.etmidr & !0xF0) | (u32::from(minor & 0xF) << 4);
+        }
+        regs
+    }
+
+    /// The registers a source of `protocol` starts from.
+    #[must_use]
+    pub fn base_regs(protocol: Protocol) -> SourceRegs {
+        match protocol {
+            Protocol::Etmv3 => SourceRegs {
+                etmcr: 0,
+                etmccer: ETM_CCER,
+                etmidr: ETM_IDR,
+            },
+            Protocol::Ptm => SourceRegs {
+                etmcr: 0,
+                etmccer: PTM_CCER,
+                etmidr: PTM_IDR,
+            },
+        }
+    }
+
+    /// The capture `path` described by these flags, or `None` when no
+    /// protocol is given.
+    #[must_use]
+    pub fn capture(&self, path: &Path) -> Option<CaptureSpec> {
+        let protocol = self.protocol?;
+        let regs = self.apply(Self::base_regs(protocol));
+        let layout = match self.layout {
+            Layout::Raw => FrameMode::Raw {
+                id: self.trace_id.unwrap_or(0),
+            },
+            Layout::Frames => FrameMode::Memory,
+            Layout::Tpiu => FrameMode::Continuous,
+        };
+        let (sources, any_id) = match (self.layout, self.trace_id) {
+            (Layout::Raw, id) | (_, id @ Some(_)) => {
+                let id = id.unwrap_or(0);
+                let spec = SourceSpec {
+                    name: format!("ID {id:#04x}"),
+                    id,
+                    protocol,
+                    regs,
+                    core: None,
+                };
+                (vec![spec], None)
+            }
+            (_, None) => (Vec::new(), Some((protocol, regs))),
+        };
+        Some(CaptureSpec {
+            path: path.to_path_buf(),
+            layout,
+            sources,
+            any_id,
+            skipped: Vec::new(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bits_land_where_the_registers_have_them() {
+        let flags = SourceFlags {
+            cycle_accurate: Some(true),
+            context_id_bytes: Some(4),
+            timestamps: Some(true),
+            return_stack: Some(true),
+            etm_minor: Some(3),
+            alt_branch: Some(true),
+            ..SourceFlags::default()
+        };
+        let r = flags.apply(SourceRegs {
+            etmcr: 0,
+            etmccer: 0,
+            etmidr: 0x410C_F250,
+        });
+        assert_eq!(r.etmcr, (1 << 12) | (3 << 14) | (1 << 28) | (1 << 29));
+        assert_eq!(r.etmidr, 0x411C_F230);
+        let off = SourceFlags {
+            cycle_accurate: Some(false),
+            ..SourceFlags::default()
+        };
+        assert_eq!(
+            off.apply(SourceRegs {
+                etmcr: 0x1000,
+                etmccer: 0,
+                etmidr: 0
+            })
+            .etmcr,
+            0
+        );
+    }
+
+    #[test]
+    fn formatted_capture_without_id_decodes_every_id() {
+        let flags = SourceFlags {
+            protocol: Some(Protocol::Ptm),
+            layout: Layout::Frames,
+            ..SourceFlags::default()
+        };
+        let cap = flags.capture(Path::new("x.bin")).expect("protocol given");
+        assert!(cap.sources.is_empty());
+        assert!(cap.any_id.is_some());
+        assert!(flags
+            .capture(Path::new("x.bin"))
+            .and_then(|c| c.source(0x42))
+            .is_some());
+        assert!(SourceFlags::default().capture(Path::new("x.bin")).is_none());
+    }
+}

@@ -1,0 +1,189 @@
+//! Reading captures into packets, and the `packets` listing.
+
+pub mod record;
+
+use crate::input::source::CaptureSpec;
+use crate::input::InputError;
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+use trace_core::demux::{Demux, Item, SourceStats};
+
+pub use record::PacketRecord;
+
+/// Bytes read from a capture file at a time.
+const CHUNK: usize = 1 << 20;
+
+/// Why a capture could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// The capture's description is unusable.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// The capture file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// Writing the output failed.
+    #[error("writing output: {0}")]
+    Output(io::Error),
+}
+
+/// What was read from one capture.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CaptureSummary {
+    /// Bytes in the capture file.
+    pub bytes: u64,
+    /// Per configured trace ID: its counters.
+    pub sources: Vec<(u8, SourceStats)>,
+    /// Payload bytes under trace IDs without a configured source.
+    pub unconfigured: u64,
+    /// Frame bytes discarded (null or reserved IDs, before the first ID,
+    /// before frame alignment, incomplete last frame).
+    pub discarded: u64,
+}
+
+/// Build the demultiplexer for `spec`.
+///
+/// # Errors
+///
+/// [`InputError::BadConfig`] when a source's registers are unusable.
+pub fn demux_for(spec: &CaptureSpec) -> Result<Demux, InputError> {
+    let mut sources = Vec::new();
+    for s in &spec.sources {
+        sources.push((s.id, s.config()?));
+    }
+    let any = match spec.any_id {
+        Some((protocol, regs)) => {
+            let template = crate::input::source::SourceSpec {
+                name: "any trace ID".into(),
+                id: 0,
+                protocol,
+                regs,
+                core: None,
+            };
+            Some(template.config()?)
+        }
+        None => None,
+    };
+    Ok(Demux::new(spec.layout, sources, any))
+}
+
+/// Read the capture of `spec` and hand every item to `each`, in capture
+/// order, reading the file in chunks so memory stays bounded.
+///
+/// # Errors
+///
+/// [`ReadError`] when the configuration is unusable, the file cannot be
+/// read, or `each` fails (its error is returned as [`ReadError::Output`]).
+pub fn read_capture(
+    spec: &CaptureSpec,
+    mut each: impl FnMut(&Item) -> io::Result<()>,
+) -> Result<CaptureSummary, ReadError> {
+    let mut demux = demux_for(spec)?;
+    let io_err = |source| ReadError::Io {
+        path: spec.path.clone(),
+        source,
+    };
+    let mut file = std::fs::File::open(&spec.path).map_err(io_err)?;
+    let mut buf = vec![0u8; CHUNK];
+    let mut items = Vec::new();
+    let mut summary = CaptureSummary::default();
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_err(e)),
+        };
+        summary.bytes += n as u64;
+        items.clear();
+        demux.feed(&buf[..n], &mut items);
+        deliver(&items, &mut summary, &mut each)?;
+    }
+    items.clear();
+    demux.finish(&mut items);
+    deliver(&items, &mut summary, &mut each)?;
+    summary.sources = demux
+        .ids()
+        .into_iter()
+        .filter_map(|id| demux.stats(id).map(|s| (id, s)))
+        .collect();
+    Ok(summary)
+}
+
+fn deliver(
+    items: &[Item],
+    summary: &mut CaptureSummary,
+    each: &mut impl FnMut(&Item) -> io::Result<()>,
+) -> Result<(), ReadError> {
+    for item in items {
+        match item {
+            Item::Unconfigured { run } => summary.unconfigured += run.data().len() as u64,
+            Item::Frame(ev) => summary.discarded += frame_bytes(ev),
+            _ => {}
+        }
+        each(item).map_err(ReadError::Output)?;
+    }
+    Ok(())
+}
+
+fn frame_bytes(ev: &trace_core::frames::FrameEvent) -> u64 {
+    use trace_core::frames::FrameEvent as F;
+    match *ev {
+        F::Data(_) => 0,
+        F::Discarded { run, .. } => run.data().len() as u64,
+        F::Unsynchronized { len, .. } | F::Truncated { len, .. } => len,
+    }
+}
+
+/// Listing formats of the `packets` command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListFormat {
+    /// One readable line per packet.
+    Text,
+    /// One JSON object per line ([`PacketRecord`]).
+    Jsonl,
+}
+
+/// Write the listing line of `item` to `out`.
+///
+/// # Errors
+///
+/// The writer's error.
+pub fn write_item<W: Write + ?Sized>(
+    out: &mut W,
+    format: ListFormat,
+    item: &Item,
+) -> io::Result<()> {
+    match format {
+        ListFormat::Jsonl => {
+            serde_json::to_writer(&mut *out, &PacketRecord::from_item(item))?;
+            out.write_all(b"\n")
+        }
+        ListFormat::Text => match item {
+            Item::Packet { id, offset, packet } => {
+                writeln!(out, "{offset:>10}  {id:#04x}  {packet}")
+            }
+            Item::Error { id, error } => {
+                writeln!(out, "{:>10}  {id:#04x}  error: {error}", error.offset())
+            }
+            other => {
+                let r = PacketRecord::from_item(other);
+                let what = r.message.as_deref().unwrap_or("");
+                writeln!(
+                    out,
+                    "{:>10}  {:#04x}  {} ({} bytes) {what}",
+                    r.offset,
+                    r.id,
+                    r.kind,
+                    r.len.unwrap_or(0)
+                )
+            }
+        },
+    }
+}
