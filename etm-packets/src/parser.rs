@@ -1,0 +1,656 @@
+//! The pull parser: feed chunks, iterate packets.
+
+use crate::config::Config;
+use crate::decode::{decode, quick_branch, Decoded, MAX_PACKET_LEN};
+use crate::error::{Error, ErrorKind};
+use crate::header::{classify, decode_pheader, Class};
+use crate::packet::{Atoms, Packet};
+use crate::state::State;
+
+/// Size of the carry-over buffer for packets split across chunks.
+const CARRY: usize = 32;
+const _: () = assert!(CARRY > MAX_PACKET_LEN);
+
+/// One item of the packet stream: a packet with the absolute offset of its
+/// first byte, or an error.
+pub type Item = Result<(u64, Packet), Error>;
+
+/// Byte and packet counters, see [`Parser::stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Stats {
+    /// Bytes passed to [`Parser::feed`] / [`Parser::feed_at`].
+    pub bytes_fed: u64,
+    /// Bytes that formed valid packets.
+    pub bytes_in_packets: u64,
+    /// Bytes skipped: unsynchronized bytes, header bytes of invalid
+    /// packets, malformed A-sync runs, truncated trailing packets.
+    pub bytes_skipped: u64,
+    /// Valid packets returned.
+    pub packets: u64,
+    /// Errors returned.
+    pub errors: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Looking for an A-sync sequence.
+    Unsync,
+    /// Synchronized, at a packet boundary.
+    Synced,
+    /// Synchronized, inside a run of `0x00` bytes (an A-sync packet).
+    ASyncRun,
+}
+
+/// Header classification tables for one configuration.
+#[derive(Clone, Debug)]
+struct Tables {
+    class: [Class; 256],
+    /// Decoded P-headers, indexed by `header & 0x7F` (`None`: reserved or
+    /// not a P-header).
+    atoms: [Option<Atoms>; 128],
+}
+
+impl Tables {
+    fn new(cfg: &Config) -> Self {
+        let mut t = Self {
+            class: [Class::Reserved; 256],
+            atoms: [None; 128],
+        };
+        for b in 0..=255u8 {
+            t.class[usize::from(b)] = classify(b, cfg);
+            if b & 0x81 == 0x80 {
+                t.atoms[usize::from(b & 0x7F)] = decode_pheader(b, cfg);
+            }
+        }
+        t
+    }
+}
+
+/// A stateful, resumable ETMv3 packet parser.
+///
+/// Feed it chunks with [`feed`](Self::feed) (contiguous input) or
+/// [`feed_at`](Self::feed_at) (input whose chunks lie at known offsets,
+/// e.g. one trace ID's bytes of a CoreSight-formatted buffer) and iterate
+/// the returned [`Packets`]. The sequence of items does not depend on
+/// where the chunk boundaries fall: a packet split across chunks is held
+/// in a fixed internal buffer and returned (with the offset of its first
+/// byte) once complete, and unsynchronized bytes are reported as one
+/// [`ErrorKind::Unsynchronized`] item per stretch.
+///
+/// Before the first A-sync the parser is unsynchronized. After an invalid
+/// packet it reports the error and becomes unsynchronized again until the
+/// next A-sync. Like OpenCSD's packet lister, every packet after an
+/// A-sync is returned, including those before the first I-sync (their
+/// compressed addresses are relative to whatever state the parser had).
+#[derive(Clone, Debug)]
+pub struct Parser {
+    cfg: Config,
+    tables: Tables,
+    st: State,
+    mode: Mode,
+    /// Unsynchronized bytes not yet reported, and the first one's offset.
+    skip_len: u64,
+    skip_off: u64,
+    /// Current run of zero bytes and its first offset.
+    zeros: u64,
+    zeros_off: u64,
+    carry: [u8; CARRY],
+    carry_off: [u64; CARRY],
+    carry_len: usize,
+    pending: Option<(u64, Packet)>,
+    next_offset: u64,
+    stats: Stats,
+    /// P-headers returned by the fast path (not yet in `stats`).
+    fast_pheaders: u64,
+    /// Synchronized at a packet boundary with nothing carried over or
+    /// pending: the iterator may take its P-header fast path.
+    hot: bool,
+}
+
+impl Parser {
+    /// A parser for a trace source programmed as `cfg`, unsynchronized,
+    /// with offsets starting at 0.
+    #[must_use]
+    pub fn new(cfg: Config) -> Self {
+        Self {
+            tables: Tables::new(&cfg),
+            cfg,
+            st: State::default(),
+            mode: Mode::Unsync,
+            skip_len: 0,
+            skip_off: 0,
+            zeros: 0,
+            zeros_off: 0,
+            carry: [0; CARRY],
+            carry_off: [0; CARRY],
+            carry_len: 0,
+            pending: None,
+            next_offset: 0,
+            stats: Stats::default(),
+            fast_pheaders: 0,
+            hot: false,
+        }
+    }
+
+    /// The configuration this parser decodes with.
+    #[must_use]
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Continues the stream with `chunk`, whose first byte lies just after
+    /// the previous chunk (offset 0 for the first chunk).
+    ///
+    /// The returned iterator yields the packets completed by this chunk.
+    /// Dropping it before it is exhausted still parses (and discards) the
+    /// rest of the chunk, so the parser state stays consistent.
+    pub fn feed<'a>(&'a mut self, chunk: &'a [u8]) -> Packets<'a> {
+        let at = self.next_offset;
+        self.feed_at(at, chunk)
+    }
+
+    /// Continues the stream with `chunk`, whose first byte lies at
+    /// absolute `offset` (for input whose bytes are not contiguous in the
+    /// file, such as one trace ID of CoreSight-formatted trace). Later
+    /// calls to [`feed`](Self::feed) continue from `offset + chunk.len()`.
+    ///
+    /// See [`feed`](Self::feed) for the iterator.
+    pub fn feed_at<'a>(&'a mut self, offset: u64, chunk: &'a [u8]) -> Packets<'a> {
+        self.next_offset = offset.wrapping_add(chunk.len() as u64);
+        self.stats.bytes_fed += chunk.len() as u64;
+        let hot = self.hot;
+        Packets {
+            parser: self,
+            chunk,
+            fast: if hot { chunk } else { &[] },
+            pos: 0,
+            base: offset,
+            slow_bytes: 0,
+            hot,
+        }
+    }
+
+    /// Ends the input. Reports a packet left incomplete at the end
+    /// ([`ErrorKind::Truncated`]) or unsynchronized bytes not yet reported
+    /// ([`ErrorKind::Unsynchronized`]); `None` if the input ended cleanly.
+    /// The parser can be fed again afterwards (the incomplete bytes are
+    /// dropped).
+    pub fn finish(&mut self) -> Option<Error> {
+        let e = self.finish_inner();
+        self.update_hot();
+        e
+    }
+
+    fn update_hot(&mut self) {
+        self.hot = self.mode == Mode::Synced && self.carry_len == 0 && self.pending.is_none();
+    }
+
+    fn finish_inner(&mut self) -> Option<Error> {
+        self.pending = None;
+        if self.carry_len > 0 {
+            let e = Error {
+                offset: self.carry_off[0],
+                kind: ErrorKind::Truncated {
+                    header: self.carry[0],
+                    len: self.carry_len,
+                },
+            };
+            self.stats.bytes_skipped += self.carry_len as u64;
+            self.carry_len = 0;
+            self.stats.errors += 1;
+            return Some(e);
+        }
+        match self.mode {
+            Mode::Synced => None,
+            Mode::ASyncRun => {
+                let e = Error {
+                    offset: self.zeros_off,
+                    kind: ErrorKind::Truncated {
+                        header: 0,
+                        len: usize::try_from(self.zeros).unwrap_or(usize::MAX),
+                    },
+                };
+                self.stats.bytes_skipped += self.zeros;
+                self.zeros = 0;
+                self.mode = Mode::Unsync;
+                self.stats.errors += 1;
+                Some(e)
+            }
+            Mode::Unsync => {
+                let len = self.skip_len + self.zeros;
+                if len == 0 {
+                    return None;
+                }
+                let offset = if self.skip_len > 0 {
+                    self.skip_off
+                } else {
+                    self.zeros_off
+                };
+                self.stats.bytes_skipped += self.zeros;
+                self.skip_len = 0;
+                self.zeros = 0;
+                self.stats.errors += 1;
+                Some(Error {
+                    offset,
+                    kind: ErrorKind::Unsynchronized { len },
+                })
+            }
+        }
+    }
+
+    /// Counters since creation (or the last [`reset`](Self::reset)).
+    #[must_use]
+    pub fn stats(&self) -> Stats {
+        let mut s = self.stats;
+        s.packets += self.fast_pheaders;
+        s.bytes_in_packets += self.fast_pheaders;
+        s
+    }
+
+    /// Back to the state of [`Parser::new`] with the same configuration:
+    /// unsynchronized, decompression state, buffered bytes and counters
+    /// cleared, offsets starting at 0 again.
+    pub fn reset(&mut self) {
+        *self = Self::new(self.cfg);
+    }
+
+    #[inline]
+    fn packet(&mut self, off: u64, len: usize, p: Packet) -> Item {
+        self.st.apply(&p, &self.cfg);
+        self.stats.packets += 1;
+        self.stats.bytes_in_packets += len as u64;
+        Ok((off, p))
+    }
+
+    #[cold]
+    fn error(&mut self, offset: u64, kind: ErrorKind, skipped: u64) -> Item {
+        self.stats.errors += 1;
+        self.stats.bytes_skipped += skipped;
+        Err(Error { offset, kind })
+    }
+
+    /// One byte while unsynchronized or inside an A-sync run. Returns
+    /// whether the byte was consumed, and the item produced, if any.
+    #[cold]
+    fn sync_byte(&mut self, b: u8, off: u64) -> (bool, Option<Item>) {
+        match self.mode {
+            Mode::Unsync => {
+                if b == 0 {
+                    if self.zeros == 0 {
+                        self.zeros_off = off;
+                    }
+                    self.zeros += 1;
+                    (true, None)
+                } else if b == 0x80 && self.zeros >= 5 {
+                    let a_off = self.zeros_off;
+                    let len = self.zeros + 1;
+                    self.zeros = 0;
+                    self.mode = Mode::Synced;
+                    self.stats.packets += 1;
+                    self.stats.bytes_in_packets += len;
+                    if self.skip_len > 0 {
+                        let e = Error {
+                            offset: self.skip_off,
+                            kind: ErrorKind::Unsynchronized { len: self.skip_len },
+                        };
+                        self.skip_len = 0;
+                        self.stats.errors += 1;
+                        self.pending = Some((a_off, Packet::ASync));
+                        (true, Some(Err(e)))
+                    } else {
+                        (true, Some(Ok((a_off, Packet::ASync))))
+                    }
+                } else {
+                    if self.skip_len == 0 {
+                        self.skip_off = if self.zeros > 0 { self.zeros_off } else { off };
+                    }
+                    let n = self.zeros + 1;
+                    self.skip_len += n;
+                    self.stats.bytes_skipped += n;
+                    self.zeros = 0;
+                    (true, None)
+                }
+            }
+            Mode::ASyncRun => {
+                let zeros = self.zeros;
+                let at = self.zeros_off;
+                if b == 0 {
+                    self.zeros += 1;
+                    (true, None)
+                } else if b == 0x80 && zeros >= 5 {
+                    self.zeros = 0;
+                    self.mode = Mode::Synced;
+                    self.stats.packets += 1;
+                    self.stats.bytes_in_packets += zeros + 1;
+                    (true, Some(Ok((at, Packet::ASync))))
+                } else {
+                    self.zeros = 0;
+                    self.mode = Mode::Unsync;
+                    let consumed = b == 0x80;
+                    let skipped = zeros + u64::from(consumed);
+                    let e = self.error(at, ErrorKind::BadASync { zeros }, skipped);
+                    (consumed, Some(e))
+                }
+            }
+            Mode::Synced => (false, None),
+        }
+    }
+
+    /// Removes the first `n` bytes of the carry buffer.
+    fn shift_carry(&mut self, n: usize) {
+        let n = n.min(self.carry_len);
+        self.carry.copy_within(n..self.carry_len, 0);
+        self.carry_off.copy_within(n..self.carry_len, 0);
+        self.carry_len -= n;
+    }
+
+    /// Works on the carried-over bytes, pulling more from the chunk as
+    /// needed. Returns an item, or `None` when the carry is empty (go on
+    /// with the chunk) or the chunk is used up (the carry holds the start
+    /// of an incomplete packet).
+    #[cold]
+    fn carry_step(&mut self, chunk: &[u8], pos: &mut usize, base: u64) -> Option<Item> {
+        while self.carry_len > 0 {
+            if self.mode != Mode::Synced {
+                let (consumed, item) = self.sync_byte(self.carry[0], self.carry_off[0]);
+                if consumed {
+                    self.shift_carry(1);
+                }
+                if item.is_some() {
+                    return item;
+                }
+                continue;
+            }
+            let n = self.carry_len;
+            let header = self.carry[0];
+            let off = self.carry_off[0];
+            if header == 0 {
+                self.mode = Mode::ASyncRun;
+                self.zeros = 1;
+                self.zeros_off = off;
+                self.shift_carry(1);
+                continue;
+            }
+            let rest = chunk.get(*pos..).unwrap_or(&[]);
+            let k = rest.len().min(CARRY - n);
+            let mut tmp = [0u8; CARRY];
+            tmp[..n].copy_from_slice(&self.carry[..n]);
+            tmp[n..n + k].copy_from_slice(&rest[..k]);
+            let class = self.tables.class[usize::from(header)];
+            match decode(&tmp[..n + k], class, &self.cfg, &self.st) {
+                Decoded::Packet(len, p) => {
+                    if len <= n {
+                        self.shift_carry(len);
+                    } else {
+                        *pos += len - n;
+                        self.carry_len = 0;
+                    }
+                    return Some(self.packet(off, len, p));
+                }
+                Decoded::Incomplete if n + k < CARRY => {
+                    for (i, &b) in rest[..k].iter().enumerate() {
+                        self.carry[n + i] = b;
+                        self.carry_off[n + i] = base.wrapping_add((*pos + i) as u64);
+                    }
+                    self.carry_len = n + k;
+                    *pos += k;
+                    return None;
+                }
+                Decoded::Incomplete => {
+                    // Cannot happen: no packet is longer than the buffer.
+                    self.shift_carry(1);
+                    self.mode = Mode::Unsync;
+                    let kind = ErrorKind::InvalidField {
+                        header,
+                        field: "packet length",
+                    };
+                    return Some(self.error(off, kind, 1));
+                }
+                Decoded::Invalid(kind) => {
+                    self.shift_carry(1);
+                    self.mode = Mode::Unsync;
+                    return Some(self.error(off, kind, 1));
+                }
+            }
+        }
+        None
+    }
+
+    /// The general path of [`Packets::next`]: takes and returns the
+    /// position by value so the iterator's fields stay in registers on the
+    /// fast path. Leaves `self.hot` up to date.
+    #[inline(always)]
+    fn next_slow(&mut self, chunk: &[u8], pos: usize, base: u64) -> Slow {
+        let mut pos = pos;
+        let item = self.next_item(chunk, &mut pos, base);
+        Slow { pos, item }
+    }
+
+    /// Returns the next item from `chunk[*pos..]` (after any carried-over
+    /// bytes), or `None` when the chunk is used up. Leaves `self.hot` up to
+    /// date.
+    #[inline(always)]
+    fn next_item(&mut self, chunk: &[u8], pos: &mut usize, base: u64) -> Option<Item> {
+        if self.pending.is_some() || self.carry_len > 0 || self.mode != Mode::Synced {
+            let item = self.next_item_cold(chunk, pos, base);
+            self.update_hot();
+            return item;
+        }
+        // Synchronized, nothing carried over: `hot` stays true unless an
+        // error, an A-sync run or an incomplete packet changes that.
+        let p = *pos;
+        let &b = chunk.get(p)?;
+        let off = base.wrapping_add(p as u64);
+        let rest = chunk.get(p..).unwrap_or(&[]);
+        match self.tables.class[usize::from(b)] {
+            Class::PHeader if self.tables.atoms[usize::from(b & 0x7F)].is_some() => {
+                *pos = p + 1;
+                self.fast_pheaders += 1;
+                let a = self.tables.atoms[usize::from(b & 0x7F)];
+                a.map(|a| Ok((off, Packet::Atoms(a))))
+            }
+            Class::Branch if rest.len() >= 8 => match quick_branch(rest, &self.cfg, &self.st) {
+                Some((len, address, pkt)) => {
+                    *pos = p + len;
+                    self.st.last_addr = address;
+                    self.stats.packets += 1;
+                    self.stats.bytes_in_packets += len as u64;
+                    Some(Ok((off, pkt)))
+                }
+                None => self.decode_at(chunk, pos, off, Class::Branch),
+            },
+            Class::ASync => {
+                *pos = p + 1;
+                self.mode = Mode::ASyncRun;
+                self.zeros = 1;
+                self.zeros_off = off;
+                let item = self.next_item_cold(chunk, pos, base);
+                self.update_hot();
+                item
+            }
+            class => self.decode_at(chunk, pos, off, class),
+        }
+    }
+
+    /// Decodes the packet at `*pos` with the general decoder.
+    #[inline(always)]
+    fn decode_at(&mut self, chunk: &[u8], pos: &mut usize, off: u64, class: Class) -> Option<Item> {
+        let p = *pos;
+        let rest = chunk.get(p..).unwrap_or(&[]);
+        match decode(rest, class, &self.cfg, &self.st) {
+            Decoded::Packet(len, pkt) => {
+                *pos = p + len;
+                Some(self.packet(off, len, pkt))
+            }
+            other => {
+                let item = self.not_decoded(chunk, pos, off, other);
+                self.update_hot();
+                item
+            }
+        }
+    }
+
+    /// Handles an incomplete or invalid packet at `*pos`.
+    #[cold]
+    #[inline(never)]
+    fn not_decoded(&mut self, chunk: &[u8], pos: &mut usize, off: u64, d: Decoded) -> Option<Item> {
+        let p = *pos;
+        let rest = chunk.get(p..).unwrap_or(&[]);
+        let header = rest.first().copied().unwrap_or(0);
+        match d {
+            Decoded::Packet(..) => None,
+            Decoded::Incomplete if rest.len() < CARRY => {
+                self.carry[..rest.len()].copy_from_slice(rest);
+                for (i, o) in self.carry_off[..rest.len()].iter_mut().enumerate() {
+                    *o = off.wrapping_add(i as u64);
+                }
+                self.carry_len = rest.len();
+                *pos = chunk.len();
+                None
+            }
+            Decoded::Incomplete => {
+                *pos = p + 1;
+                self.mode = Mode::Unsync;
+                let kind = ErrorKind::InvalidField {
+                    header,
+                    field: "packet length",
+                };
+                Some(self.error(off, kind, 1))
+            }
+            Decoded::Invalid(kind) => {
+                *pos = p + 1;
+                self.mode = Mode::Unsync;
+                Some(self.error(off, kind, 1))
+            }
+        }
+    }
+
+    /// The general version of [`next_item`](Self::next_item): pending
+    /// items, carried-over bytes, unsynchronized input, A-sync runs.
+    #[cold]
+    #[inline(never)]
+    fn next_item_cold(&mut self, chunk: &[u8], pos: &mut usize, base: u64) -> Option<Item> {
+        if let Some(p) = self.pending.take() {
+            return Some(Ok(p));
+        }
+        if self.carry_len > 0 {
+            if let Some(item) = self.carry_step(chunk, pos, base) {
+                return Some(item);
+            }
+            if self.carry_len > 0 {
+                return None;
+            }
+        }
+        loop {
+            let p = *pos;
+            let &b = chunk.get(p)?;
+            let off = base.wrapping_add(p as u64);
+            if self.mode != Mode::Synced {
+                let (consumed, item) = self.sync_byte(b, off);
+                if consumed {
+                    *pos = p + 1;
+                }
+                if item.is_some() {
+                    return item;
+                }
+                continue;
+            }
+            match self.tables.class[usize::from(b)] {
+                Class::ASync => {
+                    self.mode = Mode::ASyncRun;
+                    self.zeros = 1;
+                    self.zeros_off = off;
+                    *pos = p + 1;
+                }
+                class => {
+                    let rest = chunk.get(p..).unwrap_or(&[]);
+                    return match decode(rest, class, &self.cfg, &self.st) {
+                        Decoded::Packet(len, pkt) => {
+                            *pos = p + len;
+                            Some(self.packet(off, len, pkt))
+                        }
+                        other => self.not_decoded(chunk, pos, off, other),
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// Result of [`Parser::next_slow`].
+struct Slow {
+    pos: usize,
+    item: Option<Item>,
+}
+
+/// Iterator over the items completed by one chunk, see [`Parser::feed`].
+///
+/// Dropping it before the end still runs the parser over the rest of the
+/// chunk (discarding the items), so the next chunk continues correctly.
+#[derive(Debug)]
+pub struct Packets<'a> {
+    parser: &'a mut Parser,
+    chunk: &'a [u8],
+    /// While the parser is synchronized with nothing carried over: the
+    /// unparsed rest of the chunk, for the P-header fast path. Else empty.
+    fast: &'a [u8],
+    /// Position of the next byte when `fast` is not in use.
+    pos: usize,
+    base: u64,
+    /// Bytes consumed by the general path (the rest went to fast-path
+    /// P-headers, counted on drop).
+    slow_bytes: usize,
+    /// Whether `fast` is in use.
+    hot: bool,
+}
+
+impl Packets<'_> {
+    /// The general path (kept out of line so that `next` stays small
+    /// enough to inline into the caller's loop).
+    #[inline(never)]
+    fn slow(&mut self) -> Option<Item> {
+        let pos = if self.hot {
+            self.chunk.len() - self.fast.len()
+        } else {
+            self.pos
+        };
+        let Slow { pos: next, item } = self.parser.next_slow(self.chunk, pos, self.base);
+        self.slow_bytes += next - pos;
+        self.hot = self.parser.hot;
+        if self.hot {
+            self.fast = self.chunk.get(next..).unwrap_or(&[]);
+        } else {
+            self.fast = &[];
+            self.pos = next;
+        }
+        item
+    }
+}
+
+impl Iterator for Packets<'_> {
+    type Item = Item;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Item> {
+        // Fast path: a P-header (most of a typical stream).
+        if let Some((&b, tail)) = self.fast.split_first() {
+            if let Some(Some(a)) = self.parser.tables.atoms.get(usize::from(b ^ 0x80)) {
+                let off = self
+                    .base
+                    .wrapping_add((self.chunk.len() - tail.len() - 1) as u64);
+                self.fast = tail;
+                return Some(Ok((off, Packet::Atoms(*a))));
+            }
+        }
+        self.slow()
+    }
+}
+
+impl Drop for Packets<'_> {
+    fn drop(&mut self) {
+        while self.next().is_some() {}
+        // Every byte is consumed now; those the general path did not take
+        // were fast-path P-headers.
+        self.parser.fast_pheaders += (self.chunk.len() - self.slow_bytes) as u64;
+    }
+}

@@ -1,0 +1,59 @@
+//! Helpers shared by the workspace's tests: where the real captures are.
+//!
+//! The captures live in `../shared/testdata/opencsd` beside the repository
+//! and are not part of it. Tests that need them call [`opencsd_dir`]: on a
+//! user's clone without that folder the test says so and passes; when the
+//! `CI` environment variable is set, a missing folder fails the test.
+
+pub mod opencsd_frames;
+
+use std::path::{Path, PathBuf};
+
+/// The repository root (this crate lives one level below it).
+#[must_use]
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// `../shared/testdata/opencsd` beside the repository, whether or not it
+/// exists.
+#[must_use]
+pub fn opencsd_path() -> PathBuf {
+    repo_root().join("../shared/testdata/opencsd")
+}
+
+/// The OpenCSD test data folder, or `None` (after printing why) when it is
+/// absent.
+///
+/// # Panics
+///
+/// When the folder is absent and the `CI` environment variable is set.
+#[must_use]
+pub fn opencsd_dir() -> Option<PathBuf> {
+    let dir = opencsd_path();
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is missing and CI is set",
+        dir.display()
+    );
+    eprintln!("skipping: {} not found", dir.display());
+    None
+}
+
+/// Read a file below the OpenCSD test data folder; `None` when the folder
+/// is absent (see [`opencsd_dir`]).
+///
+/// # Panics
+///
+/// When the folder exists but the file cannot be read, or as
+/// [`opencsd_dir`] does.
+#[must_use]
+pub fn read_opencsd(rel: &str) -> Option<Vec<u8>> {
+    let path = opencsd_dir()?.join(rel);
+    Some(std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+}
