@@ -5,6 +5,7 @@
 //! [`input`] resolves snapshot directories and capture files,
 //! [`packets`] reads captures into packets and lists them.
 
+pub mod decode;
 pub mod input;
 pub mod output;
 pub mod packets;

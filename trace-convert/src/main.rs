@@ -29,6 +29,36 @@ enum Command {
     ///   trace-convert packets --protocol etm --layout frames --cycle-accurate etb.bin
     #[command(verbatim_doc_comment)]
     Packets(PacketsArgs),
+    /// Decode the instruction flow: executed ranges, exceptions, context,
+    /// timestamps (schema of `--format jsonl` in trace_convert::decode::record).
+    ///
+    /// Examples:
+    ///   trace-convert decode ../shared/testdata/opencsd/tc2-ptm-rstk-t32
+    ///   trace-convert decode --instructions --trace-id 0x13 TC2
+    ///   trace-convert decode --protocol ptm --mem code.bin@0x80000000 PTM_0_2.bin
+    #[command(verbatim_doc_comment)]
+    Decode(DecodeArgs),
+}
+
+#[derive(Debug, Args)]
+struct DecodeArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// An ELF file whose loadable segments hold code (repeatable).
+    #[arg(long = "elf", value_name = "FILE")]
+    elf: Vec<PathBuf>,
+    /// A raw binary and its load address, FILE@ADDRESS (repeatable).
+    #[arg(long = "mem", value_name = "FILE@ADDRESS")]
+    mem: Vec<trace_convert::decode::MemArg>,
+    /// List every instruction with its disassembly instead of ranges.
+    #[arg(long)]
+    instructions: bool,
+    /// Listing format: readable text, or one JSON object per line.
+    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    format: FormatArg,
+    /// Write the listing to FILE instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -226,12 +256,125 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
             Ok(summary) => {
                 for (id, s) in &summary.sources {
                     eprintln!(
-                        "trace-convert: {}: ID {id:#04x}: {} bytes, {} packets, {} bytes skipped, {} errors",
+                        "trace-convert: {}: ID {id:#04x}: {} bytes, {} packets ({} bytes), {} bytes skipped, {} errors",
                         capture.path.display(),
                         s.bytes,
                         s.packets,
+                        s.in_packets,
                         s.skipped,
                         s.errors
+                    );
+                }
+            }
+            Err(ReadError::Input(e)) => return fail(input_code(&e), e),
+            Err(e @ ReadError::Io { .. }) => return fail(exit::INPUT, e),
+            Err(e) => return fail(exit::OUTPUT, e),
+        }
+    }
+    if let Err(e) = lock.flush() {
+        return fail(exit::OUTPUT, e);
+    }
+    if let (Some(f), Some(path)) = (file, &args.output) {
+        if let Err(e) = f.commit() {
+            return fail(exit::OUTPUT, format!("{}: {e}", path.display()));
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn run_decode(args: &DecodeArgs) -> ExitCode {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+    use trace_convert::decode::{self as dec, EventFormat, ExtraMemory};
+    use trace_core::memory::MemoryImage;
+
+    let input = match input::resolve(&args.input.path, &args.input.flags()) {
+        Ok(i) => i,
+        Err(e) => return fail(input_code(&e), e),
+    };
+    let format = match args.format {
+        FormatArg::Text => EventFormat::Text,
+        FormatArg::Jsonl => EventFormat::Jsonl,
+    };
+    let extra = ExtraMemory {
+        elves: args.elf.clone(),
+        raw: args.mem.clone(),
+    };
+    // One image per source name, loaded before decoding starts.
+    let mut images: HashMap<String, Arc<dyn MemoryImage>> = HashMap::new();
+    for capture in &input.captures {
+        for s in &capture.sources {
+            match dec::memory_for(input.snapshot.as_ref(), &s.name, &extra) {
+                Ok(m) => {
+                    if m.is_empty() {
+                        eprintln!(
+                            "trace-convert: {}: no memory image (give --elf or --mem); \
+                             every address will be reported as not accessible",
+                            s.name
+                        );
+                    }
+                    images.insert(s.name.clone(), Arc::new(m));
+                }
+                Err(e) => return fail(exit::INPUT, e),
+            }
+        }
+    }
+    let fallback: Arc<dyn MemoryImage> = match dec::memory_for(input.snapshot.as_ref(), "", &extra)
+    {
+        Ok(m) => Arc::new(m),
+        Err(e) => return fail(exit::INPUT, e),
+    };
+    let mut file = match &args.output {
+        Some(path) => match AtomicFile::create(path) {
+            Ok(f) => Some(f),
+            Err(e) => return fail(exit::OUTPUT, format!("{}: {e}", path.display())),
+        },
+        None => None,
+    };
+    let stdout = io::stdout();
+    let mut lock = io::BufWriter::new(stdout.lock());
+    for capture in &input.captures {
+        for (name, why) in &capture.skipped {
+            eprintln!("trace-convert: {name}: not decoded: {why}");
+        }
+        let out: &mut dyn Write = match file.as_mut() {
+            Some(f) => f,
+            None => &mut lock,
+        };
+        let only = args.input.trace_id;
+        let by_id: HashMap<u8, Arc<dyn MemoryImage>> = capture
+            .sources
+            .iter()
+            .filter_map(|s| images.get(&s.name).map(|m| (s.id, Arc::clone(m))))
+            .collect();
+        let result = dec::decode_capture(
+            capture,
+            |name| {
+                images
+                    .get(name)
+                    .cloned()
+                    .unwrap_or_else(|| Arc::clone(&fallback))
+            },
+            |e| {
+                if only.is_some_and(|id| id != e.id) {
+                    return Ok(());
+                }
+                let mem = args
+                    .instructions
+                    .then(|| by_id.get(&e.id).map_or(&*fallback, |m| &**m));
+                dec::write_event(out, format, e, mem)
+            },
+        );
+        match result {
+            Ok(summary) => {
+                for (id, c) in &summary.sources {
+                    eprintln!(
+                        "trace-convert: {}: ID {id:#04x}: {} ranges, {} instructions, {} not accessible, {} gaps",
+                        capture.path.display(),
+                        c.ranges,
+                        c.instructions,
+                        c.nacc,
+                        c.gaps
                     );
                 }
             }
@@ -255,5 +398,6 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
         Command::Packets(args) => run_packets(args),
+        Command::Decode(args) => run_decode(args),
     }
 }

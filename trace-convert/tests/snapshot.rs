@@ -1,13 +1,11 @@
 //! Reading snapshot directories: the real ones, and broken ones.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use trace_convert::input::snapshot::{BufferFormat, Snapshot, SnapshotError};
 
 #[test]
 fn tc2_snapshot() {
-    let Some(dir) = common::opencsd_dir() else {
+    let Some(dir) = test_support::opencsd_dir() else {
         return;
     };
     let snap = Snapshot::read(&dir.join("TC2")).expect("TC2 reads");
@@ -31,7 +29,7 @@ fn tc2_snapshot() {
 
 #[test]
 fn rstk_snapshot() {
-    let Some(dir) = common::opencsd_dir() else {
+    let Some(dir) = test_support::opencsd_dir() else {
         return;
     };
     let snap = Snapshot::read(&dir.join("tc2-ptm-rstk-t32")).expect("reads");

@@ -120,11 +120,16 @@ pub enum Item {
     Frame(FrameEvent),
 }
 
-/// Counters per trace source.
+/// Counters per trace source, from its packet parser.
+///
+/// After [`Demux::finish`], `bytes == in_packets + skipped`: every payload
+/// byte is either part of a packet or reported skipped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SourceStats {
     /// Payload bytes handed to the parser.
     pub bytes: u64,
+    /// Bytes that formed packets.
+    pub in_packets: u64,
     /// Packets parsed.
     pub packets: u64,
     /// Bytes skipped by the parser (unsynchronized or damaged).
@@ -133,30 +138,52 @@ pub struct SourceStats {
     pub errors: u64,
 }
 
+/// Parsers are boxed: an ETMv3 parser carries its decode tables (about
+/// 1.7 KB), and the demultiplexer keeps a slot per trace ID.
 enum Parser {
-    Etm(etm_packets::Parser),
-    Ptm(ptm_packets::Parser),
+    Etm(Box<etm_packets::Parser>),
+    Ptm(Box<ptm_packets::Parser>),
 }
 
 struct Source {
     parser: Parser,
-    stats: SourceStats,
 }
 
 impl Source {
     fn new(cfg: SourceConfig) -> Self {
         let parser = match cfg {
-            SourceConfig::Etm(c) => Parser::Etm(etm_packets::Parser::new(c)),
-            SourceConfig::Ptm(c) => Parser::Ptm(ptm_packets::Parser::new(c)),
+            SourceConfig::Etm(c) => Parser::Etm(Box::new(etm_packets::Parser::new(c))),
+            SourceConfig::Ptm(c) => Parser::Ptm(Box::new(ptm_packets::Parser::new(c))),
         };
-        Source {
-            parser,
-            stats: SourceStats::default(),
+        Source { parser }
+    }
+
+    fn stats(&self) -> SourceStats {
+        match &self.parser {
+            Parser::Etm(p) => {
+                let s = p.stats();
+                SourceStats {
+                    bytes: s.bytes_fed,
+                    in_packets: s.bytes_in_packets,
+                    packets: s.packets,
+                    skipped: s.bytes_skipped,
+                    errors: s.errors,
+                }
+            }
+            Parser::Ptm(p) => {
+                let s = p.stats();
+                SourceStats {
+                    bytes: s.bytes_fed,
+                    in_packets: s.bytes_in_packets,
+                    packets: s.packets,
+                    skipped: s.bytes_skipped,
+                    errors: s.errors,
+                }
+            }
         }
     }
 
     fn feed(&mut self, id: u8, offset: u64, data: &[u8], out: &mut Vec<Item>) {
-        self.stats.bytes += data.len() as u64;
         match &mut self.parser {
             Parser::Etm(p) => {
                 for r in p.feed_at(offset, data) {
@@ -268,12 +295,11 @@ impl Demux {
         self.sources
             .get(usize::from(id))
             .and_then(|s| s.as_ref())
-            .map(|s| s.stats)
+            .map(Source::stats)
     }
 
     /// Continue the capture with `chunk`; append what it completes to `out`.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<Item>) {
-        let start = out.len();
         let base = self.offset;
         self.offset += chunk.len() as u64;
         match self.deformatter.as_mut() {
@@ -308,38 +334,16 @@ impl Demux {
                 }
             }
         }
-        self.count(start, out);
     }
 
     /// End of the capture: report incomplete frames and packets.
     pub fn finish(&mut self, out: &mut Vec<Item>) {
-        let start = out.len();
         if let Some(ev) = self.deformatter.as_mut().and_then(Deformatter::finish) {
             out.push(Item::Frame(ev));
         }
         for id in 0u8..128 {
             if let Some(src) = self.sources[usize::from(id)].as_mut() {
                 src.finish(id, out);
-            }
-        }
-        self.count(start, out);
-    }
-
-    fn count(&mut self, start: usize, out: &[Item]) {
-        for item in &out[start..] {
-            let (id, packet, error) = match item {
-                Item::Packet { id, .. } => (*id, true, None),
-                Item::Error { id, error } => (*id, false, Some(error)),
-                _ => continue,
-            };
-            if let Some(src) = self.sources[usize::from(id)].as_mut() {
-                if packet {
-                    src.stats.packets += 1;
-                }
-                if let Some(e) = error {
-                    src.stats.errors += 1;
-                    src.stats.skipped += e.skipped();
-                }
             }
         }
     }

@@ -7,6 +7,8 @@
 //! - [`memory`]: memory images (raw binaries, snapshot dumps, ELF files)
 //!   the decoder reads instructions from.
 
+pub mod decode;
 pub mod demux;
+pub mod event;
 pub mod frames;
 pub mod memory;

@@ -1,14 +1,12 @@
 //! The deformatter on TC2's real ETB capture, checked against the offsets
 //! OpenCSD v1.8.0 printed for it.
 
-mod common;
-
 use std::collections::{HashMap, HashSet};
 use trace_core::frames::{Deformatter, FrameEvent, FrameMode};
 
 #[test]
 fn every_opencsd_packet_index_is_a_byte_of_its_source() {
-    let Some(dir) = common::opencsd_dir() else {
+    let Some(dir) = test_support::opencsd_dir() else {
         return;
     };
     let capture = std::fs::read(dir.join("TC2/cstrace.bin")).expect("read capture");

@@ -6,6 +6,7 @@
 //!   captures in `../shared/testdata/opencsd`.
 
 mod conformance;
+mod conformance_decode;
 mod listing;
 
 use std::path::{Path, PathBuf};
@@ -15,9 +16,12 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
+        Some("conformance") if args.iter().any(|a| a == "--decode") => {
+            conformance_decode::run(&testdata_dir(), args.iter().any(|a| a == "--verbose"))
+        }
         Some("conformance") => conformance::run(&testdata_dir(), &args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <ci | conformance [--verbose]>");
+            eprintln!("usage: cargo xtask <ci | conformance [--decode] [--verbose]>");
             return ExitCode::from(2);
         }
     };
@@ -39,7 +43,7 @@ fn root() -> PathBuf {
 
 /// `../shared/testdata/opencsd` beside the workspace.
 fn testdata_dir() -> PathBuf {
-    root().join("../shared/testdata/opencsd")
+    test_support::opencsd_path()
 }
 
 fn cargo(args: &[&str]) -> Result<(), String> {

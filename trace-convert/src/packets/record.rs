@@ -245,7 +245,7 @@ impl PacketRecord {
                 self.isa = Some(s.isa.name().to_owned());
                 self.ns = Some(s.ns);
                 self.hyp = Some(s.hyp);
-                self.reason = Some(s.reason.name().replace('-', "_"));
+                self.reason = Some(s.reason.name().to_owned());
                 self.context_id = s.context_id;
                 self.cycles = s.cycles.map(u64::from);
             }

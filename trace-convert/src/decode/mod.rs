@@ -1,0 +1,258 @@
+//! Decoding captures into instruction-flow events: memory images for each
+//! source, one [`Decoder`] per trace ID, and the `decode` listing.
+
+pub mod record;
+
+use crate::input::snapshot::Snapshot;
+use crate::input::source::CaptureSpec;
+use crate::packets::{demux_for, ReadError};
+use std::collections::HashMap;
+use std::io::{self, Read};
+use std::path::PathBuf;
+use std::sync::Arc;
+use trace_core::decode::{Decoder, DecoderConfig};
+use trace_core::demux::Item;
+use trace_core::event::{Event, EventKind};
+use trace_core::memory::{MemoryError, MemoryImage, MemoryMap, Space};
+
+pub use record::{write_event, EventFormat, EventRecord};
+
+/// Bytes read from a capture file at a time.
+const CHUNK: usize = 1 << 20;
+
+/// A `--mem FILE@ADDR` argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemArg {
+    /// The raw binary.
+    pub path: PathBuf,
+    /// Address of its first byte.
+    pub address: u32,
+}
+
+impl std::str::FromStr for MemArg {
+    type Err = String;
+
+    /// Parse `file.bin@0x80000000` (hexadecimal with `0x`, or decimal).
+    ///
+    /// # Errors
+    ///
+    /// A message when there is no `@`, the file name is empty, or the
+    /// address is not a 32-bit number.
+    fn from_str(s: &str) -> Result<MemArg, String> {
+        let (file, addr) = s
+            .rsplit_once('@')
+            .ok_or_else(|| format!("`{s}`: expected FILE@ADDRESS, e.g. code.bin@0x80000000"))?;
+        if file.is_empty() {
+            return Err(format!("`{s}`: the file name is empty"));
+        }
+        let a = addr.trim();
+        let address = match a.strip_prefix("0x").or_else(|| a.strip_prefix("0X")) {
+            Some(h) => u32::from_str_radix(h, 16),
+            None => a.parse(),
+        }
+        .map_err(|e| format!("`{s}`: `{addr}` is not a 32-bit address: {e}"))?;
+        Ok(MemArg {
+            path: PathBuf::from(file),
+            address,
+        })
+    }
+}
+
+/// Extra memory given on the command line, added to every source's image.
+#[derive(Debug, Clone, Default)]
+pub struct ExtraMemory {
+    /// ELF files.
+    pub elves: Vec<PathBuf>,
+    /// Raw binaries at addresses.
+    pub raw: Vec<MemArg>,
+}
+
+/// The memory image of one source: the dumps of the core the snapshot
+/// binds it to, then the extra files (which win where they overlap).
+///
+/// # Errors
+///
+/// [`MemoryError`] when a dump or file cannot be loaded.
+pub fn memory_for(
+    snapshot: Option<&Snapshot>,
+    source: &str,
+    extra: &ExtraMemory,
+) -> Result<MemoryMap, MemoryError> {
+    let mut map = MemoryMap::new();
+    if let Some(core) = snapshot.and_then(|s| s.core_of(source)) {
+        for d in &core.dumps {
+            let space = d
+                .space
+                .as_deref()
+                .and_then(Space::from_snapshot)
+                .unwrap_or(Space::Any);
+            let base = u32::try_from(d.address).map_err(|_| MemoryError::BadRegion {
+                name: d.path.display().to_string(),
+                reason: format!("address {:#x} beyond 32 bits", d.address),
+            })?;
+            map.add_file(&d.path, base, space, d.offset, d.length)?;
+        }
+    }
+    for e in &extra.elves {
+        map.add_elf(e, Space::Any)?;
+    }
+    for m in &extra.raw {
+        map.add_file(&m.path, m.address, Space::Any, 0, None)?;
+    }
+    Ok(map)
+}
+
+/// Counters of one decoded capture.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DecodeSummary {
+    /// Per trace ID: events, instructions and ranges.
+    pub sources: Vec<(u8, SourceCounts)>,
+}
+
+/// Counters of one trace source.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SourceCounts {
+    /// Events emitted.
+    pub events: u64,
+    /// Instruction ranges.
+    pub ranges: u64,
+    /// Instructions.
+    pub instructions: u64,
+    /// Memory-not-accessible events.
+    pub nacc: u64,
+    /// Gaps (decode errors).
+    pub gaps: u64,
+}
+
+/// Decode the capture of `spec`, each source against the image `memory`
+/// returns for it (by source name), handing every event to `each` in
+/// capture order per trace ID.
+///
+/// # Errors
+///
+/// [`ReadError`] when the configuration is unusable, the capture cannot be
+/// read, or `each` fails.
+pub fn decode_capture(
+    spec: &CaptureSpec,
+    mut memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
+    mut each: impl FnMut(&Event) -> io::Result<()>,
+) -> Result<DecodeSummary, ReadError> {
+    let mut demux = demux_for(spec)?;
+    let mut decoders: HashMap<u8, Decoder> = HashMap::new();
+    let io_err = |source| ReadError::Io {
+        path: spec.path.clone(),
+        source,
+    };
+    let mut file = std::fs::File::open(&spec.path).map_err(io_err)?;
+    let mut buf = vec![0u8; CHUNK];
+    let mut items = Vec::new();
+    let mut sink = Sink {
+        counts: HashMap::new(),
+        failure: None,
+        each: &mut each,
+    };
+    let mut done = false;
+    while !done {
+        let n = match file.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_err(e)),
+        };
+        items.clear();
+        if n == 0 {
+            demux.finish(&mut items);
+            done = true;
+        } else {
+            demux.feed(&buf[..n], &mut items);
+        }
+        for item in &items {
+            match item {
+                Item::Packet { id, offset, packet } => {
+                    let dec = match decoders.entry(*id) {
+                        std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                        std::collections::hash_map::Entry::Vacant(v) => {
+                            let Some(src) = spec.source(*id) else {
+                                continue;
+                            };
+                            let cfg = DecoderConfig::new(*id, &src.config()?)
+                                .with_etmccer(src.regs.etmccer);
+                            v.insert(Decoder::new(cfg, memory(&src.name)))
+                        }
+                    };
+                    dec.push(*offset, packet, &mut |e| sink.on(e));
+                }
+                Item::Error { id, error } => {
+                    if let Some(dec) = decoders.get_mut(id) {
+                        dec.packet_error(error.offset(), &mut |e| sink.on(e));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(e) = sink.failure.take() {
+            return Err(ReadError::Output(e));
+        }
+    }
+    let mut ids: Vec<u8> = decoders.keys().copied().collect();
+    ids.sort_unstable();
+    for id in &ids {
+        if let Some(dec) = decoders.get_mut(id) {
+            dec.finish(&mut |e| sink.on(e));
+        }
+    }
+    if let Some(e) = sink.failure.take() {
+        return Err(ReadError::Output(e));
+    }
+    let counts = sink.counts;
+    Ok(DecodeSummary {
+        sources: ids
+            .into_iter()
+            .map(|id| (id, counts.get(&id).copied().unwrap_or_default()))
+            .collect(),
+    })
+}
+
+struct Sink<'a, F: FnMut(&Event) -> io::Result<()>> {
+    counts: HashMap<u8, SourceCounts>,
+    failure: Option<io::Error>,
+    each: &'a mut F,
+}
+
+impl<F: FnMut(&Event) -> io::Result<()>> Sink<'_, F> {
+    fn on(&mut self, e: Event) {
+        let c = self.counts.entry(e.id).or_default();
+        c.events += 1;
+        match e.kind {
+            EventKind::Range(r) => {
+                c.ranges += 1;
+                c.instructions += u64::from(r.count);
+            }
+            EventKind::AddrNacc { .. } => c.nacc += 1,
+            EventKind::Gap(_) => c.gaps += 1,
+            _ => {}
+        }
+        if self.failure.is_none() {
+            if let Err(err) = (self.each)(&e) {
+                self.failure = Some(err);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mem_arg_parses_and_rejects() {
+        let m: MemArg = "code.bin@0x80000000".parse().expect("valid");
+        assert_eq!(m.address, 0x8000_0000);
+        assert_eq!(m.path, PathBuf::from("code.bin"));
+        let m: MemArg = "a@b.bin@4096".parse().expect("valid");
+        assert_eq!((m.path, m.address), (PathBuf::from("a@b.bin"), 4096));
+        assert!("code.bin".parse::<MemArg>().is_err());
+        assert!("@0x10".parse::<MemArg>().is_err());
+        assert!("x.bin@0x1_0000_0000".parse::<MemArg>().is_err());
+        assert!("x.bin@0x100000000".parse::<MemArg>().is_err());
+    }
+}

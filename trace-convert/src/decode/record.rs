@@ -1,0 +1,277 @@
+//! The `decode` listing: one JSON object or one text line per event.
+//!
+//! JSONL schema (one object per line; fields absent when not applicable):
+//!
+//! | field | events | meaning |
+//! |---|---|---|
+//! | `offset` | all | capture offset of the packet that produced the event |
+//! | `id` | all | trace ID |
+//! | `kind` | all | `range`, `exception`, `exception_return`, `context`, `trace_on`, `no_sync`, `timestamp`, `cycle_count`, `addr_nacc`, `gap`, `end_of_trace`, and with `--instructions` `instruction` |
+//! | `start`, `end` | range | first address, address after the last instruction (exclusive) |
+//! | `count` | range | number of instructions |
+//! | `isa` | range, context, instruction | `a32` or `t32` |
+//! | `executed` | range, instruction | last instruction passed its condition (E atom) |
+//! | `last` | range | class of the last instruction: `other`, `branch`, `indirect_branch`, `isb`, `barrier` |
+//! | `link`, `ret`, `cond` | range | last instruction links, is a subroutine return, is conditional |
+//! | `cycles` | range, context, trace_on, timestamp, cycle_count | cycle count |
+//! | `number`, `return` | exception | exception number, preferred return address |
+//! | `address` | addr_nacc, gap, instruction | the address concerned |
+//! | `reason` | trace_on, gap | `filter`/`overflow`/`debug_exit`; gap reasons |
+//! | `ns`, `hyp`, `context_id`, `vmid` | context | processor context |
+//! | `timestamp` | timestamp | value |
+//! | `opcode`, `text` | instruction | opcode bytes as hex, disassembly |
+
+use serde::{Deserialize, Serialize};
+use std::io::{self, Write};
+use trace_core::event::{Event, EventKind};
+use trace_core::memory::MemoryImage;
+
+/// One event as a flat record (see the module documentation).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventRecord {
+    /// Offset of the packet that produced the event.
+    pub offset: u64,
+    /// Trace ID.
+    pub id: u8,
+    /// Event kind (snake_case).
+    pub kind: String,
+    /// Range start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<u32>,
+    /// Range end (exclusive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<u32>,
+    /// Instructions in the range.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+    /// Instruction set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isa: Option<String>,
+    /// The last instruction passed its condition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executed: Option<bool>,
+    /// Class of the last instruction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last: Option<String>,
+    /// The last instruction is a branch with link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<bool>,
+    /// The last instruction is a subroutine return.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ret: Option<bool>,
+    /// The last instruction is conditional.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cond: Option<bool>,
+    /// Cycle count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycles: Option<u32>,
+    /// Exception number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub number: Option<u16>,
+    /// Preferred return address of an exception.
+    #[serde(default, rename = "return", skip_serializing_if = "Option::is_none")]
+    pub return_addr: Option<u32>,
+    /// Address of a memory-not-accessible event, gap or instruction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<u32>,
+    /// Reason of a trace-on or gap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Non-secure state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ns: Option<bool>,
+    /// Hyp mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hyp: Option<bool>,
+    /// Context ID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_id: Option<u32>,
+    /// VMID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vmid: Option<u8>,
+    /// Timestamp value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<u64>,
+    /// Opcode bytes in hex (instruction records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opcode: Option<String>,
+    /// Disassembly (instruction records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+impl EventRecord {
+    /// The record of `e`.
+    #[must_use]
+    pub fn from_event(e: &Event) -> EventRecord {
+        let mut r = EventRecord {
+            offset: e.offset,
+            id: e.id,
+            kind: e.kind.name().into(),
+            ..EventRecord::default()
+        };
+        match e.kind {
+            EventKind::Range(g) => {
+                r.start = Some(g.start);
+                r.end = Some(g.end);
+                r.count = Some(g.count);
+                r.isa = Some(g.isa.name().into());
+                r.executed = Some(g.executed);
+                r.last = Some(g.last.name().into());
+                r.link = Some(g.link);
+                r.ret = Some(g.ret);
+                r.cond = Some(g.cond);
+                r.cycles = g.cycles;
+            }
+            EventKind::Exception { number, ret } => {
+                r.number = Some(number);
+                r.return_addr = ret;
+            }
+            EventKind::Context(c) => {
+                r.ns = Some(c.ns);
+                r.hyp = Some(c.hyp);
+                r.context_id = c.context_id;
+                r.vmid = c.vmid;
+                r.isa = Some(c.isa.name().into());
+                r.cycles = c.cycles;
+            }
+            EventKind::TraceOn { reason, cycles } => {
+                r.reason = Some(reason.name().into());
+                r.cycles = cycles;
+            }
+            EventKind::Timestamp { value, cycles } => {
+                r.timestamp = Some(value);
+                r.cycles = cycles;
+            }
+            EventKind::CycleCount(c) => r.cycles = Some(c),
+            EventKind::AddrNacc { addr } => r.address = Some(addr),
+            EventKind::Gap(g) => {
+                r.reason = Some(g.name().into());
+                r.address = g.addr();
+            }
+            EventKind::ExceptionReturn | EventKind::NoSync | EventKind::EndOfTrace => {}
+        }
+        r
+    }
+}
+
+/// Listing formats of the `decode` command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventFormat {
+    /// One readable line per event.
+    Text,
+    /// One JSON object per line ([`EventRecord`]).
+    Jsonl,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Write the listing of `e`; with `instructions`, a range is listed
+/// instruction by instruction with disassembly read from that image.
+///
+/// # Errors
+///
+/// The writer's error.
+pub fn write_event<W: Write + ?Sized>(
+    out: &mut W,
+    format: EventFormat,
+    e: &Event,
+    instructions: Option<&dyn MemoryImage>,
+) -> io::Result<()> {
+    if let (Some(mem), EventKind::Range(r)) = (instructions, &e.kind) {
+        let n = r.count;
+        for (k, i) in r.instructions(mem).enumerate() {
+            let last = k as u32 + 1 == n;
+            let text = isa_decode::disassemble(i.opcode(), i.addr, r.isa.decode_isa())
+                .unwrap_or_else(|| "<undecodable>".into());
+            let executed = !last || r.executed;
+            match format {
+                EventFormat::Jsonl => {
+                    let rec = EventRecord {
+                        offset: e.offset,
+                        id: e.id,
+                        kind: "instruction".into(),
+                        address: Some(i.addr),
+                        isa: Some(r.isa.name().into()),
+                        executed: Some(executed),
+                        opcode: Some(hex(i.opcode())),
+                        text: Some(text),
+                        ..EventRecord::default()
+                    };
+                    serde_json::to_writer(&mut *out, &rec)?;
+                    out.write_all(b"\n")?;
+                }
+                EventFormat::Text => writeln!(
+                    out,
+                    "{:>10}  {:#04x}  {:08x}  {:<8}  {}{}",
+                    e.offset,
+                    e.id,
+                    i.addr,
+                    hex(i.opcode()),
+                    text,
+                    if executed { "" } else { "  (condition failed)" }
+                )?,
+            }
+        }
+        return Ok(());
+    }
+    match format {
+        EventFormat::Jsonl => {
+            serde_json::to_writer(&mut *out, &EventRecord::from_event(e))?;
+            out.write_all(b"\n")
+        }
+        EventFormat::Text => {
+            write!(out, "{:>10}  {:#04x}  ", e.offset, e.id)?;
+            match e.kind {
+                EventKind::Range(r) => writeln!(
+                    out,
+                    "range {:08x}..{:08x} {} insns {} {} {}{}{}{}{}",
+                    r.start,
+                    r.end,
+                    r.count,
+                    r.isa.name(),
+                    if r.executed { "E" } else { "N" },
+                    r.last.name(),
+                    if r.link { " link" } else { "" },
+                    if r.ret { " ret" } else { "" },
+                    if r.cond { " cond" } else { "" },
+                    r.cycles.map(|c| format!(" cc={c}")).unwrap_or_default()
+                ),
+                EventKind::Exception { number, ret } => writeln!(
+                    out,
+                    "exception {number} ({}) return {}",
+                    ptm_packets::exception_name(number),
+                    ret.map_or_else(|| "unknown".into(), |a| format!("{a:08x}"))
+                ),
+                EventKind::Context(c) => writeln!(
+                    out,
+                    "context {} {}{}{}{}",
+                    c.isa.name(),
+                    if c.ns { "NS" } else { "S" },
+                    if c.hyp { " hyp" } else { "" },
+                    c.context_id
+                        .map(|v| format!(" ctxid={v:#x}"))
+                        .unwrap_or_default(),
+                    c.vmid.map(|v| format!(" vmid={v}")).unwrap_or_default()
+                ),
+                EventKind::TraceOn { reason, .. } => writeln!(out, "trace on ({})", reason.name()),
+                EventKind::Timestamp { value, .. } => writeln!(out, "timestamp {value:#x}"),
+                EventKind::CycleCount(c) => writeln!(out, "cycles {c}"),
+                EventKind::AddrNacc { addr } => {
+                    writeln!(out, "memory not accessible at {addr:08x}")
+                }
+                EventKind::Gap(g) => writeln!(
+                    out,
+                    "gap ({}){}",
+                    g.name(),
+                    g.addr().map(|a| format!(" at {a:08x}")).unwrap_or_default()
+                ),
+                EventKind::ExceptionReturn => writeln!(out, "exception return"),
+                EventKind::NoSync => writeln!(out, "no sync"),
+                EventKind::EndOfTrace => writeln!(out, "end of trace"),
+            }
+        }
+    }
+}

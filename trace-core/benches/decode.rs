@@ -1,0 +1,117 @@
+//! Decoder throughput on the real PTM capture tc2-ptm-rstk-t32/PTM_0_2.bin
+//! (return stack on), repeated many times: it starts with an A-sync and an
+//! I-sync and ends in a debug halt, so copies chain. Decoded against the
+//! snapshot's memory dumps; throughput is reported in instructions.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use trace_core::decode::{Decoder, DecoderConfig};
+use trace_core::demux::{AnyPacket, SourceConfig};
+use trace_core::event::EventKind;
+use trace_core::memory::{MemoryMap, Space};
+
+const COPIES: usize = 64;
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/testdata/opencsd/tc2-ptm-rstk-t32")
+}
+
+fn reg(ini: &str, name: &str) -> u32 {
+    ini.lines()
+        .find(|l| l.starts_with(&format!("{name}(")))
+        .and_then(|l| l.split('=').nth(1))
+        .and_then(|v| u32::from_str_radix(v.trim().trim_start_matches("0x"), 16).ok())
+        .unwrap_or(0)
+}
+
+fn memory(dir: &Path) -> MemoryMap {
+    let ini = std::fs::read_to_string(dir.join("device1.ini")).unwrap_or_default();
+    let mut map = MemoryMap::new();
+    let (mut addr, mut file) = (None, None);
+    for line in ini.lines().chain(std::iter::once("[end]")) {
+        if line.starts_with('[') {
+            if let (Some(a), Some(f)) = (addr.take(), file.take()) {
+                let f: &str = f;
+                map.add_file(&dir.join(f), a, Space::Secure, 0, None)
+                    .expect("memory dump");
+            }
+        } else if let Some(v) = line.strip_prefix("address=") {
+            addr = u32::from_str_radix(v.trim().trim_start_matches("0x"), 16).ok();
+        } else if let Some(v) = line.strip_prefix("file=") {
+            file = Some(v.trim());
+        }
+    }
+    map
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = dir();
+    let Ok(one) = std::fs::read(dir.join("PTM_0_2.bin")) else {
+        eprintln!("decode bench: {} not found, skipped", dir.display());
+        return;
+    };
+    let ini = std::fs::read_to_string(dir.join("device5.ini")).unwrap_or_default();
+    let cfg = ptm_packets::Config::from_regs(
+        reg(&ini, "ETMCR"),
+        reg(&ini, "ETMCCER"),
+        reg(&ini, "ETMIDR"),
+    )
+    .expect("PTM configuration");
+    let mut bytes = Vec::with_capacity(one.len() * COPIES);
+    for _ in 0..COPIES {
+        bytes.extend_from_slice(&one);
+    }
+    let mut parser = ptm_packets::Parser::new(cfg);
+    let packets: Vec<(u64, AnyPacket)> = parser
+        .feed_at(0, &bytes)
+        .filter_map(Result::ok)
+        .map(|(o, p)| (o, AnyPacket::Ptm(p)))
+        .collect();
+    let mem: Arc<MemoryMap> = Arc::new(memory(&dir));
+    let source = SourceConfig::Ptm(cfg);
+    let run = |count: &mut u64| {
+        let mut d = Decoder::new(DecoderConfig::new(2, &source), mem.clone());
+        for (o, p) in &packets {
+            d.push(*o, p, &mut |e| {
+                if let EventKind::Range(r) = e.kind {
+                    *count += u64::from(r.count);
+                }
+            });
+        }
+        d.finish(&mut |_| {});
+    };
+    let mut insns = 0;
+    run(&mut insns);
+    assert_eq!(insns, 192_073 * COPIES as u64, "decoded instruction count");
+    let mut g = c.benchmark_group("decode");
+    g.throughput(Throughput::Elements(insns));
+    g.bench_function("ptm_rstk_instructions", |b| {
+        b.iter(|| {
+            let mut n = 0;
+            run(&mut n);
+            black_box(n)
+        });
+    });
+    g.bench_function("ptm_rstk_parse_and_decode", |b| {
+        b.iter(|| {
+            let mut n = 0u64;
+            let mut d = Decoder::new(DecoderConfig::new(2, &source), mem.clone());
+            let mut p = ptm_packets::Parser::new(cfg);
+            for (o, pk) in p.feed_at(0, &bytes).flatten() {
+                d.push(o, &AnyPacket::Ptm(pk), &mut |e| {
+                    if let EventKind::Range(r) = e.kind {
+                        n += u64::from(r.count);
+                    }
+                });
+            }
+            black_box(n)
+        });
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

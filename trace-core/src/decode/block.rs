@@ -1,0 +1,207 @@
+//! The block cache: each basic block (instructions up to and including the
+//! next waypoint) is decoded and classified once, keyed by address,
+//! instruction set and memory space, so the hot loop runs atoms against
+//! cached blocks. Blocks also remember their successors (taken and
+//! fall-through), which skips the hash lookup on most atoms.
+
+use crate::event::{InsnClass, Isa};
+use crate::memory::{MemoryImage, Space};
+use isa_decode::{ItState, Kind};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Most instructions walked looking for a waypoint before giving up.
+pub const WALK_LIMIT: u32 = 4096;
+
+/// Blocks are forgotten when the cache holds more instructions than this.
+const MAX_CACHED_INSNS: usize = 1 << 22;
+
+/// "No block" in successor links.
+pub const NONE: u32 = u32::MAX;
+
+/// One cached instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CInsn {
+    /// Address.
+    pub addr: u32,
+    /// Size in bytes.
+    pub size: u8,
+    /// Class for range reporting.
+    pub class: InsnClass,
+    /// Waypoint (ends a PFT block).
+    pub waypoint: bool,
+    /// Indirect branch or exception return.
+    pub indirect: bool,
+    /// Branch with link.
+    pub link: bool,
+    /// Conventional subroutine return.
+    pub ret: bool,
+    /// Conditional by its encoding (condition field, `B<c>`, CBZ/CBNZ).
+    pub cond: bool,
+    /// Taken target of a direct waypoint.
+    pub target: Option<(u32, Isa)>,
+}
+
+/// Why a block ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockEnd {
+    /// Its last instruction is a waypoint.
+    Waypoint,
+    /// Memory is not accessible at this address.
+    Nacc(u32),
+    /// An UNDEFINED encoding at this address.
+    Undefined(u32),
+    /// [`WALK_LIMIT`] instructions without a waypoint.
+    Limit,
+}
+
+/// A cached block.
+#[derive(Debug, Clone, Copy)]
+pub struct Block {
+    /// First instruction's index in the arena.
+    pub first: u32,
+    /// Number of instructions.
+    pub len: u32,
+    /// Address after the last instruction.
+    pub end_addr: u32,
+    /// Why it ends.
+    pub end: BlockEnd,
+    /// Block at the taken target of a direct last instruction.
+    pub taken: u32,
+    /// Block after the last instruction (fall-through).
+    pub fall: u32,
+}
+
+/// A multiplicative hasher for the `u64` keys.
+#[derive(Default, Clone, Copy)]
+pub struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (v ^ (v >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Cache key of a block.
+#[inline]
+pub fn key(addr: u32, isa: Isa, space: Space) -> u64 {
+    u64::from(addr) | (isa as u64) << 32 | (space as u64) << 34
+}
+
+/// The cache.
+#[derive(Default)]
+pub struct BlockCache {
+    /// Instructions of all blocks.
+    pub arena: Vec<CInsn>,
+    /// The blocks.
+    pub blocks: Vec<Block>,
+    map: HashMap<u64, u32, BuildHasherDefault<KeyHasher>>,
+    /// DMB/DSB are waypoints (PTM ETMCCER bit 24).
+    pub barriers: bool,
+}
+
+impl std::fmt::Debug for BlockCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockCache")
+            .field("blocks", &self.blocks.len())
+            .field("insns", &self.arena.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl BlockCache {
+    /// Number of cached blocks.
+    pub fn len(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Whether no block is cached.
+    pub fn is_empty(&self) -> bool {
+        self.blocks.is_empty()
+    }
+
+    /// Forget every block (the memory image changed).
+    pub fn clear(&mut self) {
+        self.arena.clear();
+        self.blocks.clear();
+        self.map.clear();
+    }
+
+    /// The block starting at `addr`, decoding it on first use.
+    pub fn get(&mut self, mem: &dyn MemoryImage, addr: u32, isa: Isa, space: Space) -> u32 {
+        let k = key(addr, isa, space);
+        if let Some(&b) = self.map.get(&k) {
+            return b;
+        }
+        if self.arena.len() > MAX_CACHED_INSNS {
+            self.clear();
+        }
+        let b = self.build(mem, addr, isa, space);
+        self.map.insert(k, b);
+        b
+    }
+
+    fn build(&mut self, mem: &dyn MemoryImage, start: u32, isa: Isa, space: Space) -> u32 {
+        let first = self.arena.len() as u32;
+        let mut addr = start;
+        let mut it = ItState::new();
+        let mut end = BlockEnd::Limit;
+        let dec_isa = isa.decode_isa();
+        for _ in 0..WALK_LIMIT {
+            let mut buf = [0u8; 4];
+            let n = mem.read(space, addr, &mut buf);
+            let Some(insn) = isa_decode::decode(dec_isa, &buf[..n], addr) else {
+                end = BlockEnd::Nacc(addr);
+                break;
+            };
+            if insn.kind == Kind::Undefined {
+                end = BlockEnd::Undefined(addr);
+                break;
+            }
+            if isa == Isa::T32 {
+                // Keeps IT blocks in step; the effective condition is in
+                // the per-instruction view (`Range::instructions`).
+                it.step(&insn);
+            }
+            let waypoint = insn.is_waypoint_with(self.barriers);
+            self.arena.push(CInsn {
+                addr,
+                size: insn.size,
+                class: if waypoint {
+                    InsnClass::of(&insn)
+                } else {
+                    InsnClass::Other
+                },
+                waypoint,
+                indirect: insn.is_indirect(),
+                link: insn.link,
+                ret: insn.ret.is_some_and(|r| !r.is_exception_return()),
+                cond: insn.is_conditional(),
+                target: insn.target.map(|t| (t.addr, Isa::from_decode(t.isa))),
+            });
+            addr = addr.wrapping_add(u32::from(insn.size));
+            if waypoint {
+                end = BlockEnd::Waypoint;
+                break;
+            }
+        }
+        let b = self.blocks.len() as u32;
+        self.blocks.push(Block {
+            first,
+            len: self.arena.len() as u32 - first,
+            end_addr: addr,
+            end,
+            taken: NONE,
+            fall: NONE,
+        });
+        b
+    }
+}

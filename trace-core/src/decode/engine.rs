@@ -1,0 +1,623 @@
+//! The decompression engine: runs [`TraceOp`]s against a memory image
+//! (PFT v1.1 B.3.2 for PTM, one atom per instruction for ETMv3).
+
+use super::block::{BlockCache, BlockEnd, CInsn, NONE};
+use super::op::{Branch, InsnAtoms, Sync, SyncReason, Target, TraceOp};
+use super::rstack::ReturnStack;
+use crate::event::{Context, Event, EventKind, GapReason, Isa, Range, TraceOnReason};
+use crate::memory::{MemoryImage, Space};
+use std::sync::Arc;
+
+/// Which atom semantics the engine applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    /// PFT: one atom per waypoint; context reported on change.
+    Ptm,
+    /// ETMv3: one atom per instruction; context reported at every I-sync.
+    Etm,
+}
+
+/// Where execution is.
+#[derive(Debug, Clone, Copy)]
+struct Pc {
+    addr: u32,
+    isa: Isa,
+    /// Cached block starting at `addr`, or `NONE`.
+    block: u32,
+    /// ETMv3: index of `addr` inside `block`.
+    index: u32,
+}
+
+/// The engine state of one trace source.
+pub struct Engine {
+    id: u8,
+    flavor: Flavor,
+    return_stack_on: bool,
+    mem: Arc<dyn MemoryImage>,
+    cache: BlockCache,
+    /// Known next instruction; `None` while waiting for an address.
+    pc: Option<Pc>,
+    synced: bool,
+    started: bool,
+    ns: bool,
+    hyp: bool,
+    context_id: Option<u32>,
+    vmid: Option<u8>,
+    rstack: ReturnStack,
+    /// ETMv3: the last instruction, held back until the next packet says
+    /// whether an exception cancelled it.
+    pending: Option<Event>,
+    last_offset: u64,
+    ignored: u64,
+    /// The PC was reached from this block's taken (true) or fall-through
+    /// (false) edge: link the block found at the PC to it.
+    link: Option<(u32, bool)>,
+    /// Instruction set of the last known position.
+    cur_isa: Isa,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("id", &self.id)
+            .field("flavor", &self.flavor)
+            .field("pc", &self.pc)
+            .field("cache", &self.cache)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// A fresh engine.
+    pub fn new(
+        id: u8,
+        flavor: Flavor,
+        return_stack: bool,
+        barriers: bool,
+        mem: Arc<dyn MemoryImage>,
+    ) -> Engine {
+        let mut cache = BlockCache::default();
+        cache.barriers = barriers;
+        Engine {
+            id,
+            flavor,
+            return_stack_on: return_stack,
+            mem,
+            cache,
+            pc: None,
+            synced: false,
+            started: false,
+            ns: false,
+            hyp: false,
+            context_id: None,
+            vmid: None,
+            rstack: ReturnStack::default(),
+            pending: None,
+            last_offset: 0,
+            ignored: 0,
+            link: None,
+            cur_isa: Isa::A32,
+        }
+    }
+
+    /// Packets that did not affect the flow (data trace, triggers, ...).
+    pub fn ignored(&self) -> u64 {
+        self.ignored
+    }
+
+    /// Number of cached blocks.
+    pub fn cached_blocks(&self) -> usize {
+        self.cache.len()
+    }
+
+    #[inline]
+    fn space(&self) -> Space {
+        if self.ns {
+            Space::NonSecure
+        } else {
+            Space::Secure
+        }
+    }
+
+    #[inline]
+    fn ev(&self, offset: u64, kind: EventKind) -> Event {
+        Event {
+            offset,
+            id: self.id,
+            kind,
+        }
+    }
+
+    #[inline]
+    fn flush<F: FnMut(Event)>(&mut self, out: &mut F) {
+        if let Some(e) = self.pending.take() {
+            out(e);
+        }
+    }
+
+    /// Run one operation.
+    pub fn run<F: FnMut(Event)>(&mut self, offset: u64, op: &TraceOp, out: &mut F) {
+        if !self.started {
+            self.started = true;
+            out(self.ev(offset, EventKind::NoSync));
+        }
+        self.last_offset = offset;
+        match *op {
+            TraceOp::InsnAtoms(a) => {
+                self.insn_atoms(offset, a, out);
+                return;
+            }
+            TraceOp::WaypointAtoms {
+                count,
+                e_bits,
+                cycles,
+            } => {
+                self.flush(out);
+                self.waypoint_atoms(offset, count, e_bits, cycles, out);
+                return;
+            }
+            TraceOp::Branch(b) => {
+                self.branch(offset, &b, out);
+                return;
+            }
+            _ => {}
+        }
+        self.flush(out);
+        match *op {
+            TraceOp::ASync => {}
+            TraceOp::Sync(s) => self.sync(offset, &s, out),
+            TraceOp::WaypointUpdate(t) => self.waypoint_update(offset, t, out),
+            TraceOp::ContextId(c) => {
+                if self.context_id != Some(c) {
+                    self.context_id = Some(c);
+                    self.report_context(offset, out);
+                }
+            }
+            TraceOp::Vmid(v) => {
+                if self.vmid != Some(v) {
+                    self.vmid = Some(v);
+                    self.report_context(offset, out);
+                }
+            }
+            TraceOp::ExceptionReturn => out(self.ev(offset, EventKind::ExceptionReturn)),
+            TraceOp::Timestamp { value, cycles } => {
+                out(self.ev(offset, EventKind::Timestamp { value, cycles }));
+            }
+            TraceOp::CycleCount(c) => out(self.ev(offset, EventKind::CycleCount(c))),
+            TraceOp::ExceptionEntry | TraceOp::Ignored => self.ignored += 1,
+            TraceOp::InsnAtoms(_) | TraceOp::WaypointAtoms { .. } | TraceOp::Branch(_) => {}
+        }
+    }
+
+    /// The packet stream was damaged: forget the position until the next
+    /// address packet or I-sync.
+    pub fn lose_sync<F: FnMut(Event)>(&mut self, offset: u64, out: &mut F) {
+        self.flush(out);
+        if self.pc.take().is_some() {
+            out(self.ev(offset, EventKind::Gap(GapReason::PacketError)));
+        }
+    }
+
+    /// End of the trace.
+    pub fn finish<F: FnMut(Event)>(&mut self, out: &mut F) {
+        self.flush(out);
+        out(self.ev(self.last_offset, EventKind::EndOfTrace));
+    }
+
+    fn context(&self, cycles: Option<u32>) -> Context {
+        Context {
+            ns: self.ns,
+            hyp: self.hyp,
+            context_id: self.context_id,
+            vmid: self.vmid,
+            isa: self.pc.map_or(self.cur_isa, |p| p.isa),
+            cycles,
+        }
+    }
+
+    /// Report a context change (after synchronization only: the I-sync
+    /// reports the first context).
+    fn report_context<F: FnMut(Event)>(&mut self, offset: u64, out: &mut F) {
+        if self.synced {
+            let c = self.context(None);
+            out(self.ev(offset, EventKind::Context(c)));
+        }
+    }
+
+    fn set_target<F: FnMut(Event)>(&mut self, offset: u64, t: Target, out: &mut F) {
+        self.link = None;
+        match t.isa {
+            Some(isa) => {
+                self.cur_isa = isa;
+                self.pc = Some(Pc {
+                    addr: t.addr,
+                    isa,
+                    block: NONE,
+                    index: 0,
+                });
+            }
+            None => {
+                self.pc = None;
+                out(self.ev(offset, EventKind::Gap(GapReason::UnsupportedIsa)));
+            }
+        }
+    }
+
+    fn sync<F: FnMut(Event)>(&mut self, offset: u64, s: &Sync, out: &mut F) {
+        let first = !self.synced;
+        let before = (
+            self.pc.map_or(self.cur_isa, |p| p.isa),
+            self.ns,
+            self.hyp,
+            self.context_id,
+        );
+        self.synced = true;
+        self.ns = s.ns;
+        self.hyp = s.hyp;
+        if s.context_id.is_some() {
+            self.context_id = s.context_id;
+        }
+        let trace_on = match s.reason {
+            SyncReason::TraceOn(r) => Some(r),
+            SyncReason::Periodic if first => Some(TraceOnReason::Filter),
+            SyncReason::Periodic => None,
+        };
+        if trace_on.is_some() {
+            self.rstack.clear();
+        }
+        self.set_target(offset, s.target, out);
+        let (on_cycles, ctx_cycles) = match self.flavor {
+            Flavor::Ptm => (s.cycles, None),
+            Flavor::Etm => (None, s.cycles),
+        };
+        if let Some(reason) = trace_on {
+            out(self.ev(
+                offset,
+                EventKind::TraceOn {
+                    reason,
+                    cycles: on_cycles,
+                },
+            ));
+        }
+        match self.flavor {
+            Flavor::Etm => {
+                let c = self.context(ctx_cycles);
+                out(self.ev(offset, EventKind::Context(c)));
+            }
+            Flavor::Ptm => {
+                // Reported when the I-sync shows a state other than the
+                // one the decoder was following.
+                let now = (self.cur_isa, self.ns, self.hyp, self.context_id);
+                if first || now != before {
+                    let c = self.context(None);
+                    out(self.ev(offset, EventKind::Context(c)));
+                }
+            }
+        }
+        if let (Some(lsip), Some(pc)) = (s.lsip, self.pc) {
+            // The data instruction at the I-sync address executed; tracing
+            // goes on at the LSiP address.
+            let b = self.cache.get(&*self.mem, pc.addr, pc.isa, self.space());
+            let blk = self.cache.blocks[b as usize];
+            if let Some(&i) = self
+                .cache
+                .arena
+                .get(blk.first as usize)
+                .filter(|_| blk.len > 0)
+            {
+                let r = range_of(&i, 1, pc.addr, pc.isa, true, None, self.space());
+                out(self.ev(offset, EventKind::Range(r)));
+            }
+            self.pc = Some(Pc {
+                addr: lsip,
+                isa: pc.isa,
+                block: NONE,
+                index: 0,
+            });
+        }
+    }
+
+    /// Report why the block at the PC could not be followed and wait for
+    /// the next address.
+    fn block_error<F: FnMut(Event)>(
+        &mut self,
+        offset: u64,
+        end: BlockEnd,
+        start: u32,
+        out: &mut F,
+    ) {
+        let kind = match end {
+            BlockEnd::Nacc(addr) => EventKind::AddrNacc { addr },
+            BlockEnd::Undefined(addr) => EventKind::Gap(GapReason::Undefined { addr }),
+            BlockEnd::Limit | BlockEnd::Waypoint => {
+                EventKind::Gap(GapReason::NoWaypoint { addr: start })
+            }
+        };
+        out(self.ev(offset, kind));
+        self.pc = None;
+    }
+
+    #[inline]
+    fn block_at(&mut self, pc: &mut Pc) -> u32 {
+        if pc.block == NONE {
+            let space = self.space();
+            let b = self.cache.get(&*self.mem, pc.addr, pc.isa, space);
+            pc.block = b;
+            pc.index = 0;
+            if let Some((src, taken)) = self.link.take() {
+                let s = &mut self.cache.blocks[src as usize];
+                if taken {
+                    s.taken = b;
+                } else {
+                    s.fall = b;
+                }
+            }
+        }
+        self.link = None;
+        pc.block
+    }
+
+    /// Walk from the PC to the next waypoint and report the range; returns
+    /// the waypoint, or `None` (after reporting why) when there is none.
+    #[inline]
+    fn walk_to_waypoint<F: FnMut(Event)>(
+        &mut self,
+        offset: u64,
+        executed: bool,
+        cycles: Option<u32>,
+        out: &mut F,
+    ) -> Option<(Pc, CInsn, u32)> {
+        let mut pc = self.pc?;
+        let b = self.block_at(&mut pc);
+        let blk = self.cache.blocks[b as usize];
+        if blk.end != BlockEnd::Waypoint {
+            self.block_error(offset, blk.end, pc.addr, out);
+            return None;
+        }
+        let last = self.cache.arena[(blk.first + blk.len - 1) as usize];
+        let mut r = range_of(
+            &last,
+            blk.len,
+            pc.addr,
+            pc.isa,
+            executed,
+            cycles,
+            self.space(),
+        );
+        r.end = blk.end_addr;
+        out(self.ev(offset, EventKind::Range(r)));
+        Some((pc, last, b))
+    }
+
+    fn waypoint_atoms<F: FnMut(Event)>(
+        &mut self,
+        offset: u64,
+        count: u8,
+        e_bits: u8,
+        cycles: Option<u32>,
+        out: &mut F,
+    ) {
+        for i in 0..count {
+            if self.pc.is_none() {
+                return;
+            }
+            let taken = (e_bits >> i) & 1 != 0;
+            let cyc = if i + 1 == count { cycles } else { None };
+            let Some((pc, last, b)) = self.walk_to_waypoint(offset, taken, cyc, out) else {
+                return;
+            };
+            if !taken {
+                let blk = &mut self.cache.blocks[b as usize];
+                self.pc = Some(Pc {
+                    addr: blk.end_addr,
+                    isa: pc.isa,
+                    block: blk.fall,
+                    index: 0,
+                });
+                self.link = Some((b, false));
+                continue;
+            }
+            let ret_isa = pc.isa;
+            if let Some((addr, isa)) = last.target {
+                let next = self.cache.blocks[b as usize].taken;
+                self.pc = Some(Pc {
+                    addr,
+                    isa,
+                    block: next,
+                    index: 0,
+                });
+                self.link = Some((b, true));
+            } else if last.indirect {
+                match self.return_stack_on.then(|| self.rstack.pop()).flatten() {
+                    Some((addr, isa)) => {
+                        self.pc = Some(Pc {
+                            addr,
+                            isa,
+                            block: NONE,
+                            index: 0,
+                        });
+                    }
+                    None => {
+                        out(self.ev(
+                            offset,
+                            EventKind::Gap(GapReason::UnknownTarget { addr: last.addr }),
+                        ));
+                        self.pc = None;
+                    }
+                }
+            }
+            if last.link && self.return_stack_on {
+                self.rstack
+                    .push(last.addr.wrapping_add(u32::from(last.size)), ret_isa);
+            }
+        }
+    }
+}
+
+impl Engine {
+    fn branch<F: FnMut(Event)>(&mut self, offset: u64, b: &Branch, out: &mut F) {
+        let mut ret = self.pc.map(|p| p.addr);
+        match self.flavor {
+            Flavor::Ptm => {
+                self.flush(out);
+                if b.exception == 0 && self.pc.is_some() {
+                    if let Some((pc, last, _)) = self.walk_to_waypoint(offset, true, b.cycles, out)
+                    {
+                        if last.link && self.return_stack_on {
+                            self.rstack
+                                .push(last.addr.wrapping_add(u32::from(last.size)), pc.isa);
+                        }
+                    }
+                }
+            }
+            Flavor::Etm => {
+                if b.cancel {
+                    if let Some(Event {
+                        kind: EventKind::Range(r),
+                        ..
+                    }) = self.pending.take()
+                    {
+                        ret = Some(r.start);
+                    }
+                }
+                self.flush(out);
+            }
+        }
+        if b.exception != 0 {
+            out(self.ev(
+                offset,
+                EventKind::Exception {
+                    number: b.exception,
+                    ret,
+                },
+            ));
+        }
+        let before = (self.ns, self.hyp);
+        if let Some(ns) = b.ns {
+            self.ns = ns;
+        }
+        if let Some(hyp) = b.hyp {
+            self.hyp = hyp;
+        }
+        self.set_target(offset, b.target, out);
+        if before != (self.ns, self.hyp) {
+            self.report_context(offset, out);
+        }
+    }
+
+    fn waypoint_update<F: FnMut(Event)>(&mut self, offset: u64, wp: Target, out: &mut F) {
+        let Some(mut pc) = self.pc else {
+            return;
+        };
+        let b = self.block_at(&mut pc);
+        let blk = self.cache.blocks[b as usize];
+        let mut found = None;
+        for k in pc.index..blk.len {
+            let i = self.cache.arena[(blk.first + k) as usize];
+            let next = i.addr.wrapping_add(u32::from(i.size));
+            if next > wp.addr || next < i.addr || k + 1 == blk.len {
+                found = Some((k - pc.index + 1, i));
+                break;
+            }
+        }
+        let Some((count, last)) =
+            found.filter(|(_, i)| i.waypoint || i.addr.wrapping_add(u32::from(i.size)) > wp.addr)
+        else {
+            self.block_error(offset, blk.end, pc.addr, out);
+            return;
+        };
+        let r = range_of(&last, count, pc.addr, pc.isa, true, None, self.space());
+        out(self.ev(offset, EventKind::Range(r)));
+        self.pc = Some(Pc {
+            addr: last.addr.wrapping_add(u32::from(last.size)),
+            isa: pc.isa,
+            block: NONE,
+            index: 0,
+        });
+    }
+
+    fn insn_atoms<F: FnMut(Event)>(&mut self, offset: u64, a: InsnAtoms, out: &mut F) {
+        let (first, each, trailing) = match a.cycles {
+            Some((f, e, t)) => (Some(u32::from(f)), Some(u32::from(e)), t),
+            None => (None, None, 0),
+        };
+        for i in 0..u32::from(a.count) {
+            self.flush(out);
+            let Some(mut pc) = self.pc else {
+                continue;
+            };
+            let b = self.block_at(&mut pc);
+            let blk = self.cache.blocks[b as usize];
+            if pc.index >= blk.len {
+                self.block_error(offset, blk.end, pc.addr, out);
+                continue;
+            }
+            let insn = self.cache.arena[(blk.first + pc.index) as usize];
+            let executed = (a.executed >> i) & 1 != 0;
+            let cycles = if i == 0 { first } else { each };
+            let r = range_of(&insn, 1, insn.addr, pc.isa, executed, cycles, self.space());
+            self.pending = Some(self.ev(offset, EventKind::Range(r)));
+            let next = insn.addr.wrapping_add(u32::from(insn.size));
+            if executed && insn.waypoint && (insn.target.is_some() || insn.indirect) {
+                if let Some((addr, isa)) = insn.target {
+                    self.pc = Some(Pc {
+                        addr,
+                        isa,
+                        block: blk.taken,
+                        index: 0,
+                    });
+                    self.link = Some((b, true));
+                } else if insn.indirect {
+                    // The target comes in the branch address packet.
+                    self.pc = None;
+                }
+                continue;
+            }
+            if pc.index + 1 < blk.len {
+                pc.index += 1;
+                pc.addr = next;
+                self.pc = Some(pc);
+            } else {
+                self.pc = Some(Pc {
+                    addr: next,
+                    isa: pc.isa,
+                    block: blk.fall,
+                    index: 0,
+                });
+                self.link = Some((b, false));
+            }
+        }
+        if trailing > 0 {
+            self.flush(out);
+            out(self.ev(offset, EventKind::CycleCount(u32::from(trailing))));
+        }
+    }
+}
+
+/// A one-range report of `count` instructions from `start` ending with
+/// `last`.
+#[inline]
+fn range_of(
+    last: &CInsn,
+    count: u32,
+    start: u32,
+    isa: Isa,
+    executed: bool,
+    cycles: Option<u32>,
+    space: Space,
+) -> Range {
+    Range {
+        start,
+        end: last.addr.wrapping_add(u32::from(last.size)),
+        count,
+        isa,
+        last_size: last.size,
+        last: last.class,
+        link: last.link,
+        ret: last.ret,
+        cond: last.cond,
+        executed,
+        cycles,
+        space,
+    }
+}

@@ -1,0 +1,129 @@
+//! Lowering ETMv3 packets into [`TraceOp`]s.
+
+use super::op::{Branch, InsnAtoms, Sync, SyncReason, Target, TraceOp};
+use crate::event::{Isa, TraceOnReason};
+use etm_packets::{Atom, Atoms, Isa as EIsa, Packet, Reason};
+
+fn target(addr: u32, isa: EIsa) -> Target {
+    Target {
+        addr,
+        isa: match isa {
+            EIsa::Arm => Some(Isa::A32),
+            EIsa::Thumb | EIsa::ThumbEE => Some(Isa::T32),
+            EIsa::Jazelle => None,
+        },
+    }
+}
+
+/// Split a P-header's W atoms into those before the first instruction,
+/// before each later one, and after the last one.
+fn cycles_of(a: &Atoms) -> (u8, u8, u8) {
+    let (mut first, mut each, mut run, mut seen) = (0u8, 0u8, 0u8, 0u32);
+    for atom in a.iter() {
+        match atom {
+            Atom::W => run = run.saturating_add(1),
+            Atom::E | Atom::N => {
+                match seen {
+                    0 => first = run,
+                    1 => each = run,
+                    _ => {}
+                }
+                seen += 1;
+                run = 0;
+            }
+        }
+    }
+    (first, each, run)
+}
+
+/// The operation an ETMv3 packet stands for; `cycle_accurate` is the
+/// source's ETMCR bit 12.
+#[must_use]
+pub fn lower(packet: &Packet, cycle_accurate: bool) -> TraceOp {
+    match *packet {
+        Packet::ASync => TraceOp::ASync,
+        Packet::ISync(s) if s.is_data_only() => TraceOp::Ignored,
+        Packet::ISync(s) => TraceOp::Sync(Sync {
+            target: target(s.address(), s.isa()),
+            ns: s.ns(),
+            hyp: s.hyp(),
+            context_id: s.context_id(),
+            reason: match s.reason() {
+                Reason::Periodic => SyncReason::Periodic,
+                Reason::TraceOn => SyncReason::TraceOn(TraceOnReason::Filter),
+                Reason::Overflow => SyncReason::TraceOn(TraceOnReason::Overflow),
+                Reason::DebugExit => SyncReason::TraceOn(TraceOnReason::DebugExit),
+            },
+            cycles: s.cycle_count(),
+            lsip: s.lsip().map(|l| l.address),
+        }),
+        Packet::Atoms(a) => TraceOp::InsnAtoms(InsnAtoms {
+            count: a.count.min(16),
+            executed: a.executed,
+            cycles: cycle_accurate.then(|| cycles_of(&a)),
+        }),
+        Packet::Branch(b) => TraceOp::Branch(Branch {
+            target: target(b.address, b.isa),
+            exception: b.exception.map_or(0, |e| e.number),
+            cancel: b.exception.is_some_and(|e| e.cancel),
+            ns: b.exception.map(|_| b.ns),
+            hyp: b.exception.map(|_| b.hyp),
+            cycles: None,
+        }),
+        Packet::CycleCount(c) => TraceOp::CycleCount(c),
+        Packet::ContextId(c) => TraceOp::ContextId(c),
+        Packet::Vmid(v) => TraceOp::Vmid(v),
+        Packet::Timestamp(t) => TraceOp::Timestamp {
+            value: t.value,
+            cycles: None,
+        },
+        Packet::ExceptionEntry => TraceOp::ExceptionEntry,
+        Packet::ExceptionExit => TraceOp::ExceptionReturn,
+        Packet::Trigger
+        | Packet::Ignore
+        | Packet::StoreFailed
+        | Packet::DataSuppressed
+        | Packet::ValueNotTraced(_)
+        | Packet::NormalData(_)
+        | Packet::OutOfOrderData(_)
+        | Packet::OutOfOrderPlaceholder(_) => TraceOp::Ignored,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etm_packets::PHeaderFormat;
+
+    #[test]
+    fn cycle_split_follows_the_formats() {
+        let f1 = Atoms {
+            format: PHeaderFormat::Format1,
+            count: 3,
+            executed: 0b011,
+            cycles: 3,
+        };
+        assert_eq!(cycles_of(&f1), (1, 1, 0));
+        let f2 = Atoms {
+            format: PHeaderFormat::Format2,
+            count: 2,
+            executed: 0b11,
+            cycles: 1,
+        };
+        assert_eq!(cycles_of(&f2), (1, 0, 0));
+        let f3 = Atoms {
+            format: PHeaderFormat::Format3,
+            count: 0,
+            executed: 0,
+            cycles: 8,
+        };
+        assert_eq!(cycles_of(&f3), (0, 0, 8));
+        let f3e = Atoms {
+            format: PHeaderFormat::Format3,
+            count: 1,
+            executed: 1,
+            cycles: 3,
+        };
+        assert_eq!(cycles_of(&f3e), (3, 0, 0));
+    }
+}

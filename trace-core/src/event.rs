@@ -1,0 +1,411 @@
+//! The decoder's output vocabulary: protocol-neutral trace events.
+//!
+//! Every [`Event`] carries the trace ID of its source and the byte offset
+//! (in the capture file) of the packet that produced it. Events are small
+//! and `Copy`; executed code comes as [`Range`]s of consecutive
+//! instructions, with [`Range::instructions`] giving a per-instruction view
+//! when a memory image is at hand.
+
+use crate::memory::{MemoryImage, Space};
+
+/// Instruction set of a range of code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Isa {
+    /// A32 (ARM state).
+    #[default]
+    A32,
+    /// T32 (Thumb state, including ThumbEE).
+    T32,
+}
+
+impl Isa {
+    /// Stable lower-case name: `a32`, `t32`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Isa::A32 => "a32",
+            Isa::T32 => "t32",
+        }
+    }
+
+    /// The isa-decode instruction set.
+    #[must_use]
+    pub const fn decode_isa(self) -> isa_decode::Isa {
+        match self {
+            Isa::A32 => isa_decode::Isa::A32,
+            Isa::T32 => isa_decode::Isa::T32,
+        }
+    }
+
+    /// From the isa-decode instruction set.
+    #[must_use]
+    pub const fn from_decode(isa: isa_decode::Isa) -> Isa {
+        match isa {
+            isa_decode::Isa::A32 => Isa::A32,
+            isa_decode::Isa::T32 => Isa::T32,
+        }
+    }
+}
+
+/// What the last instruction of a range is, as far as program flow goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum InsnClass {
+    /// Not a branch (the range ended for another reason: an atom per
+    /// instruction in ETMv3, a waypoint update, an exception).
+    #[default]
+    Other,
+    /// Direct branch (`B`, `BL`, `BLX imm`, `CBZ`, `CBNZ`).
+    Branch,
+    /// Indirect branch or exception return (`BX`, `LDR PC`, `POP {PC}`,
+    /// `SUBS PC, LR`, ...).
+    IndirectBranch,
+    /// Instruction synchronization barrier (a PFT waypoint).
+    Isb,
+    /// DMB/DSB treated as waypoints, `ENTERX`/`LEAVEX`.
+    Barrier,
+}
+
+impl InsnClass {
+    /// Stable snake_case name: `other`, `branch`, `indirect_branch`, `isb`,
+    /// `barrier`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            InsnClass::Other => "other",
+            InsnClass::Branch => "branch",
+            InsnClass::IndirectBranch => "indirect_branch",
+            InsnClass::Isb => "isb",
+            InsnClass::Barrier => "barrier",
+        }
+    }
+
+    /// Classify a decoded instruction.
+    #[must_use]
+    pub const fn of(insn: &isa_decode::Insn) -> InsnClass {
+        use isa_decode::Kind;
+        match insn.kind {
+            Kind::Branch | Kind::CompareBranch => InsnClass::Branch,
+            Kind::IndirectBranch | Kind::ExceptionReturn => InsnClass::IndirectBranch,
+            Kind::Isb => InsnClass::Isb,
+            Kind::Dmb | Kind::Dsb | Kind::EnterX | Kind::LeaveX => InsnClass::Barrier,
+            _ => InsnClass::Other,
+        }
+    }
+}
+
+/// Consecutive instructions executed (or, for the last one, possibly
+/// failing its condition) between two trace-visible points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Range {
+    /// Address of the first instruction.
+    pub start: u32,
+    /// Address just past the last instruction (exclusive).
+    pub end: u32,
+    /// Number of instructions.
+    pub count: u32,
+    /// Instruction set.
+    pub isa: Isa,
+    /// Size in bytes of the last instruction.
+    pub last_size: u8,
+    /// Class of the last instruction.
+    pub last: InsnClass,
+    /// The last instruction is a branch with link.
+    pub link: bool,
+    /// The last instruction is a conventional subroutine return
+    /// (`BX LR`, `MOV PC, LR`, `POP {..., PC}`).
+    pub ret: bool,
+    /// The last instruction's encoding makes it conditional (an A32
+    /// condition field other than AL, a T32 `B<c>`, `CBZ`/`CBNZ`).
+    /// Instructions made conditional by a T32 IT block are not flagged
+    /// here (the flag describes the opcode, as OpenCSD's `<cond>` does);
+    /// [`Range::instructions`] gives their effective condition.
+    pub cond: bool,
+    /// The last instruction passed its condition check (E atom); false for
+    /// an N atom.
+    pub executed: bool,
+    /// Cycle count the trace attached to this range (cycle-accurate mode):
+    /// PTM, the count of the atom or branch address packet that ended it;
+    /// ETMv3, the W atoms of the P-header right before this instruction
+    /// (cycles of W-only P-headers and cycle count packets come as
+    /// [`EventKind::CycleCount`]).
+    pub cycles: Option<u32>,
+    /// Memory space the code was read from.
+    pub space: Space,
+}
+
+impl Range {
+    /// The instructions of this range, decoded again from `memory`
+    /// (per-instruction view for coverage and listings). Stops early if
+    /// the memory does not cover the whole range.
+    #[must_use]
+    pub fn instructions<'a>(&self, memory: &'a dyn MemoryImage) -> Instructions<'a> {
+        Instructions {
+            memory,
+            space: self.space,
+            isa: self.isa,
+            addr: self.start,
+            left: self.count,
+            it: isa_decode::ItState::new(),
+        }
+    }
+}
+
+/// One instruction of a [`Range`], see [`Range::instructions`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Instruction {
+    /// Its address.
+    pub addr: u32,
+    /// Its opcode bytes (little-endian instruction order), `size` of them.
+    pub bytes: [u8; 4],
+    /// The decoded instruction.
+    pub insn: isa_decode::Insn,
+    /// Its effective condition (IT block included).
+    pub cond: isa_decode::Cond,
+}
+
+impl Instruction {
+    /// The opcode bytes.
+    #[must_use]
+    pub fn opcode(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.insn.size).min(4)]
+    }
+}
+
+/// Iterator over the instructions of a range.
+#[derive(Clone)]
+pub struct Instructions<'a> {
+    memory: &'a dyn MemoryImage,
+    space: Space,
+    isa: Isa,
+    addr: u32,
+    left: u32,
+    it: isa_decode::ItState,
+}
+
+impl std::fmt::Debug for Instructions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Instructions")
+            .field("addr", &self.addr)
+            .field("left", &self.left)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Iterator for Instructions<'_> {
+    type Item = Instruction;
+
+    fn next(&mut self) -> Option<Instruction> {
+        if self.left == 0 {
+            return None;
+        }
+        let mut bytes = [0u8; 4];
+        let n = self.memory.read(self.space, self.addr, &mut bytes);
+        let insn = isa_decode::decode(self.isa.decode_isa(), &bytes[..n], self.addr)?;
+        let cond = match self.isa {
+            Isa::T32 => self.it.step(&insn),
+            Isa::A32 => insn.cond,
+        };
+        let out = Instruction {
+            addr: self.addr,
+            bytes,
+            insn,
+            cond,
+        };
+        self.addr = self.addr.wrapping_add(u32::from(insn.size));
+        self.left -= 1;
+        Some(out)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.left as usize))
+    }
+}
+
+/// Why tracing (re)started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TraceOnReason {
+    /// First synchronization, or trace enabled by the filter (TraceEnable).
+    Filter,
+    /// Trace restarted after a FIFO overflow.
+    Overflow,
+    /// The processor left debug state.
+    DebugExit,
+}
+
+impl TraceOnReason {
+    /// Stable snake_case name: `filter`, `overflow`, `debug_exit`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            TraceOnReason::Filter => "filter",
+            TraceOnReason::Overflow => "overflow",
+            TraceOnReason::DebugExit => "debug_exit",
+        }
+    }
+}
+
+/// Why the decoded flow has a hole, or why decoding stopped until the next
+/// synchronization point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GapReason {
+    /// The code at `addr` is an UNDEFINED encoding (wrong memory image,
+    /// wrong instruction set, or a branch into data).
+    Undefined {
+        /// Address of the instruction.
+        addr: u32,
+    },
+    /// More than the walk limit of instructions without a waypoint.
+    NoWaypoint {
+        /// Where the walk started.
+        addr: u32,
+    },
+    /// An indirect branch atom with no known target (return stack empty
+    /// or disabled).
+    UnknownTarget {
+        /// Address of the branch.
+        addr: u32,
+    },
+    /// The processor is in an instruction set the decoder cannot follow
+    /// (Jazelle).
+    UnsupportedIsa,
+    /// The packet parser reported damaged or unsynchronized input.
+    PacketError,
+}
+
+impl GapReason {
+    /// Stable snake_case name.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            GapReason::Undefined { .. } => "undefined",
+            GapReason::NoWaypoint { .. } => "no_waypoint",
+            GapReason::UnknownTarget { .. } => "unknown_target",
+            GapReason::UnsupportedIsa => "unsupported_isa",
+            GapReason::PacketError => "packet_error",
+        }
+    }
+
+    /// The address concerned, when there is one.
+    #[must_use]
+    pub const fn addr(self) -> Option<u32> {
+        match self {
+            GapReason::Undefined { addr }
+            | GapReason::NoWaypoint { addr }
+            | GapReason::UnknownTarget { addr } => Some(addr),
+            _ => None,
+        }
+    }
+}
+
+/// Processor context after a synchronization or change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Context {
+    /// Non-secure state.
+    pub ns: bool,
+    /// Hyp mode.
+    pub hyp: bool,
+    /// Context ID, when traced.
+    pub context_id: Option<u32>,
+    /// VMID, when traced.
+    pub vmid: Option<u8>,
+    /// Instruction set.
+    pub isa: Isa,
+    /// Cycle count carried by the packet (ETMv3 I-sync with cycle count).
+    pub cycles: Option<u32>,
+}
+
+/// What happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// Instructions executed.
+    Range(Range),
+    /// An exception was taken.
+    Exception {
+        /// Architecture exception number as traced (1 = debug halt,
+        /// 14 = IRQ, ...).
+        number: u16,
+        /// Preferred return address: where execution resumes on return
+        /// (`None` when the decoder did not know the position).
+        ret: Option<u32>,
+    },
+    /// Return from an exception.
+    ExceptionReturn,
+    /// Processor context (security state, Hyp, context ID, VMID, ISA).
+    Context(Context),
+    /// Tracing (re)started.
+    TraceOn {
+        /// Why.
+        reason: TraceOnReason,
+        /// Cycle count carried by the packet (PTM I-sync).
+        cycles: Option<u32>,
+    },
+    /// The decoder has no synchronization yet.
+    NoSync,
+    /// A timestamp.
+    Timestamp {
+        /// Timestamp value.
+        value: u64,
+        /// Cycle count carried by the packet.
+        cycles: Option<u32>,
+    },
+    /// Cycles that belong to no instruction (W atoms, cycle count packets).
+    CycleCount(u32),
+    /// The memory image does not cover `addr`; decoding resumes at the next
+    /// address packet.
+    AddrNacc {
+        /// The address that could not be read.
+        addr: u32,
+    },
+    /// A hole in the decoded flow; decoding resumes at the next address
+    /// packet or I-sync.
+    Gap(GapReason),
+    /// The end of the trace.
+    EndOfTrace,
+}
+
+impl EventKind {
+    /// Stable snake_case name: `range`, `exception`, `exception_return`,
+    /// `context`, `trace_on`, `no_sync`, `timestamp`, `cycle_count`,
+    /// `addr_nacc`, `gap`, `end_of_trace`.
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        match self {
+            EventKind::Range(_) => "range",
+            EventKind::Exception { .. } => "exception",
+            EventKind::ExceptionReturn => "exception_return",
+            EventKind::Context(_) => "context",
+            EventKind::TraceOn { .. } => "trace_on",
+            EventKind::NoSync => "no_sync",
+            EventKind::Timestamp { .. } => "timestamp",
+            EventKind::CycleCount(_) => "cycle_count",
+            EventKind::AddrNacc { .. } => "addr_nacc",
+            EventKind::Gap(_) => "gap",
+            EventKind::EndOfTrace => "end_of_trace",
+        }
+    }
+}
+
+/// One decoded event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Event {
+    /// Offset in the capture of the packet that produced the event.
+    pub offset: u64,
+    /// Trace ID of the source.
+    pub id: u8,
+    /// What happened.
+    pub kind: EventKind,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_is_compact() {
+        assert!(
+            std::mem::size_of::<Event>() <= 48,
+            "{}",
+            std::mem::size_of::<Event>()
+        );
+    }
+}

@@ -1,0 +1,711 @@
+//! The decoder on hand-built packet sequences over small hand-assembled
+//! programs. Expected flows are derived from the ARM ARM encodings and the
+//! PFT/ETMv3 rules, not from the decoder's output.
+
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+use trace_core::decode::op::{Branch, InsnAtoms, Sync, SyncReason, Target, TraceOp};
+use trace_core::decode::{Decoder, DecoderConfig};
+use trace_core::demux::{AnyPacket, SourceConfig};
+use trace_core::event::{Event, EventKind, GapReason, InsnClass, Isa, Range, TraceOnReason};
+use trace_core::memory::{MemoryMap, Region, Space};
+
+/// A32 program at 0x1000 (encodings from the ARM ARM, A8.8):
+const A32_BASE: u32 = 0x1000;
+const A32: [u32; 10] = [
+    0xE3A0_0000, // 1000 MOV r0, #0
+    0xE280_0001, // 1004 ADD r0, r0, #1
+    0xE350_000A, // 1008 CMP r0, #10
+    0x1AFF_FFFC, // 100C BNE 0x1004   (PC+8 - 16)
+    0xEB00_0002, // 1010 BL 0x1020    (PC+8 + 8)
+    0xEAFF_FFFE, // 1014 B .
+    0xE320_F000, // 1018 NOP
+    0xE320_F000, // 101C NOP
+    0xE280_0001, // 1020 ADD r0, r0, #1
+    0xE12F_FF1E, // 1024 BX lr
+];
+
+/// T32 code at 0x2000: NOP ; NOP ; BX lr.
+const T32_BASE: u32 = 0x2000;
+const T32: [u16; 3] = [0xBF00, 0xBF00, 0x4770];
+
+fn memory() -> Arc<MemoryMap> {
+    let mut map = MemoryMap::new();
+    let a: Vec<u8> = A32.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let n = a.len();
+    map.add(Region::new("a32", A32_BASE, Space::Any, a.into(), 0, n).unwrap());
+    let t: Vec<u8> = T32.iter().flat_map(|h| h.to_le_bytes()).collect();
+    let n = t.len();
+    map.add(Region::new("t32", T32_BASE, Space::Any, t.into(), 0, n).unwrap());
+    Arc::new(map)
+}
+
+fn ptm(return_stack: bool) -> Decoder {
+    let cfg = ptm_packets::Config::default().with_return_stack(return_stack);
+    Decoder::new(DecoderConfig::new(0x13, &SourceConfig::Ptm(cfg)), memory())
+}
+
+fn etm() -> Decoder {
+    let cfg = etm_packets::Config::new();
+    Decoder::new(DecoderConfig::new(0x10, &SourceConfig::Etm(cfg)), memory())
+}
+
+fn run(d: &mut Decoder, ops: &[TraceOp]) -> Vec<Event> {
+    let mut out = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        d.run_op(i as u64, op, &mut |e| out.push(e));
+    }
+    d.finish(&mut |e| out.push(e));
+    out
+}
+
+fn isync(addr: u32, isa: Isa) -> TraceOp {
+    TraceOp::Sync(Sync {
+        target: Target {
+            addr,
+            isa: Some(isa),
+        },
+        ns: false,
+        hyp: false,
+        context_id: None,
+        reason: SyncReason::TraceOn(TraceOnReason::Filter),
+        cycles: None,
+        lsip: None,
+    })
+}
+
+fn atoms(pattern: &str) -> TraceOp {
+    let e_bits = pattern
+        .bytes()
+        .enumerate()
+        .fold(0u8, |b, (i, c)| b | (u8::from(c == b'E') << i));
+    TraceOp::WaypointAtoms {
+        count: pattern.len() as u8,
+        e_bits,
+        cycles: None,
+    }
+}
+
+fn branch(addr: u32, isa: Isa, exception: u16) -> TraceOp {
+    TraceOp::Branch(Branch {
+        target: Target {
+            addr,
+            isa: Some(isa),
+        },
+        exception,
+        cancel: false,
+        ns: None,
+        hyp: None,
+        cycles: None,
+    })
+}
+
+fn ranges(ev: &[Event]) -> Vec<Range> {
+    ev.iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Range(r) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
+/// (start, end, count, executed, class)
+fn short(r: &Range) -> (u32, u32, u32, bool, InsnClass) {
+    (r.start, r.end, r.count, r.executed, r.last)
+}
+
+#[test]
+fn ptm_atoms_walk_to_waypoints_and_use_the_return_stack() {
+    let mut d = ptm(true);
+    let ev = run(&mut d, &[isync(0x1000, Isa::A32), atoms("ENEEE")]);
+    let r = ranges(&ev);
+    assert_eq!(
+        r.iter().map(short).collect::<Vec<_>>(),
+        [
+            // BNE taken back to the ADD
+            (0x1000, 0x1010, 4, true, InsnClass::Branch),
+            // BNE not taken
+            (0x1004, 0x1010, 3, false, InsnClass::Branch),
+            // BL 0x1020 pushes 0x1014
+            (0x1010, 0x1014, 1, true, InsnClass::Branch),
+            // BX lr: E atom without address = predicted by the return stack
+            (0x1020, 0x1028, 2, true, InsnClass::IndirectBranch),
+            // back at 0x1014: B .
+            (0x1014, 0x1018, 1, true, InsnClass::Branch),
+        ]
+    );
+    assert!(r[0].cond && r[1].cond && !r[2].cond);
+    assert!(r[2].link && !r[2].ret);
+    assert!(r[3].ret && !r[3].link);
+    assert!(ev.iter().all(|e| e.id == 0x13));
+    assert!(matches!(ev[0].kind, EventKind::NoSync));
+    assert!(matches!(
+        ev.last().map(|e| e.kind),
+        Some(EventKind::EndOfTrace)
+    ));
+}
+
+#[test]
+fn ptm_without_return_stack_waits_for_the_address() {
+    let mut d = ptm(false);
+    let ev = run(
+        &mut d,
+        &[
+            isync(0x1010, Isa::A32),
+            atoms("EE"),
+            atoms("E"),
+            branch(0x1014, Isa::A32, 0),
+            atoms("E"),
+        ],
+    );
+    let gap = ev.iter().find_map(|e| match e.kind {
+        EventKind::Gap(g) => Some(g),
+        _ => None,
+    });
+    assert_eq!(gap, Some(GapReason::UnknownTarget { addr: 0x1024 }));
+    let r: Vec<_> = ranges(&ev).iter().map(short).collect();
+    // BL, BX lr (gap), nothing until the branch address, then B .
+    assert_eq!(
+        r,
+        [
+            (0x1010, 0x1014, 1, true, InsnClass::Branch),
+            (0x1020, 0x1028, 2, true, InsnClass::IndirectBranch),
+            (0x1014, 0x1018, 1, true, InsnClass::Branch),
+        ]
+    );
+}
+
+#[test]
+fn return_stack_underflow_is_a_gap() {
+    // BX lr traced by an E atom, but no BL was seen since trace started.
+    let mut d = ptm(true);
+    let ev = run(&mut d, &[isync(0x1020, Isa::A32), atoms("EE")]);
+    let gaps: Vec<_> = ev
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Gap(g) => Some((e.offset, g)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(gaps, [(1, GapReason::UnknownTarget { addr: 0x1024 })]);
+    assert_eq!(ranges(&ev).len(), 1);
+}
+
+#[test]
+fn ptm_branch_address_completes_the_indirect_branch() {
+    // PFT branch_no_excp: walk to the waypoint (BX lr), then go to the
+    // packet's target, here T32 code; then back to A32 through BX lr.
+    let mut d = ptm(false);
+    let ev = run(
+        &mut d,
+        &[
+            isync(0x1020, Isa::A32),
+            branch(T32_BASE, Isa::T32, 0),
+            branch(0x1018, Isa::A32, 0),
+        ],
+    );
+    let r = ranges(&ev);
+    assert_eq!(
+        short(&r[0]),
+        (0x1020, 0x1028, 2, true, InsnClass::IndirectBranch)
+    );
+    assert_eq!(
+        short(&r[1]),
+        (0x2000, 0x2006, 3, true, InsnClass::IndirectBranch)
+    );
+    assert_eq!((r[1].isa, r[1].last_size, r[1].ret), (Isa::T32, 2, true));
+}
+
+#[test]
+fn back_to_back_exceptions_follow_ptm_5_2_3() {
+    // IRQ after the ADD at 0x1004: waypoint update 0x1004, exception IRQ
+    // to 0x18; FIQ immediately after: exception to 0x1C, whose preferred
+    // return address is the IRQ vector (no instruction executed there).
+    let mut d = ptm(true);
+    let ev = run(
+        &mut d,
+        &[
+            isync(0x1000, Isa::A32),
+            TraceOp::WaypointUpdate(Target {
+                addr: 0x1004,
+                isa: Some(Isa::A32),
+            }),
+            branch(0x18, Isa::A32, 14),
+            branch(0x1C, Isa::A32, 15),
+        ],
+    );
+    let r: Vec<_> = ranges(&ev).iter().map(short).collect();
+    assert_eq!(r, [(0x1000, 0x1008, 2, true, InsnClass::Other)]);
+    let exc: Vec<_> = ev
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Exception { number, ret } => Some((number, ret)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(exc, [(14, Some(0x1008)), (15, Some(0x18))]);
+}
+
+#[test]
+fn unmapped_code_gives_one_nacc_then_resumes_at_the_next_address() {
+    let mut d = ptm(true);
+    let ev = run(
+        &mut d,
+        &[
+            isync(0x9000, Isa::A32),
+            atoms("EEE"),
+            atoms("N"),
+            branch(0x1000, Isa::A32, 0),
+            atoms("E"),
+        ],
+    );
+    let nacc: Vec<_> = ev
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::AddrNacc { addr } => Some((e.offset, addr)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(nacc, [(1, 0x9000)]);
+    let r: Vec<_> = ranges(&ev).iter().map(short).collect();
+    assert_eq!(r, [(0x1000, 0x1010, 4, true, InsnClass::Branch)]);
+}
+
+#[test]
+fn missing_image_reports_nacc_and_never_panics() {
+    let cfg = ptm_packets::Config::default();
+    let mut d = Decoder::new(
+        DecoderConfig::new(1, &SourceConfig::Ptm(cfg)),
+        Arc::new(MemoryMap::new()),
+    );
+    let ev = run(
+        &mut d,
+        &[
+            isync(0x8000_0000, Isa::T32),
+            atoms("EEEEE"),
+            branch(0x8000_0100, Isa::A32, 0),
+            atoms("E"),
+        ],
+    );
+    let n = ev
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::AddrNacc { .. }))
+        .count();
+    assert_eq!(n, 2);
+    assert!(ranges(&ev).is_empty());
+}
+
+#[test]
+fn runaway_walk_is_bounded() {
+    let nops: Vec<u8> = std::iter::repeat_n(0xE320_F000u32.to_le_bytes(), 10_000)
+        .flatten()
+        .collect();
+    let mut map = MemoryMap::new();
+    let n = nops.len();
+    map.add(Region::new("nops", 0x4000, Space::Any, nops.into(), 0, n).unwrap());
+    let cfg = ptm_packets::Config::default();
+    let mut d = Decoder::new(
+        DecoderConfig::new(1, &SourceConfig::Ptm(cfg)),
+        Arc::new(map),
+    );
+    let ev = run(&mut d, &[isync(0x4000, Isa::A32), atoms("E"), atoms("E")]);
+    let gaps: Vec<_> = ev
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Gap(g) => Some(g),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(gaps, [GapReason::NoWaypoint { addr: 0x4000 }]);
+}
+
+#[test]
+fn undefined_code_is_reported() {
+    let word = 0xE7F0_00F0u32; // UDF: takes an exception, not a waypoint
+    assert!(!isa_decode::decode_a32(word, 0).is_waypoint());
+    let undefined = (0u32..=0xFFFF)
+        .map(|i| 0xF000_0000 | (i << 12))
+        .find(|&w| isa_decode::decode_a32(w, 0).kind == isa_decode::Kind::Undefined)
+        .expect("an undefined A32 encoding");
+    let mut map = MemoryMap::new();
+    let bytes: Vec<u8> = [0xE3A0_0000u32, undefined]
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
+    map.add(Region::new("u", 0x3000, Space::Any, bytes.into(), 0, 8).unwrap());
+    let cfg = ptm_packets::Config::default();
+    let mut d = Decoder::new(
+        DecoderConfig::new(1, &SourceConfig::Ptm(cfg)),
+        Arc::new(map),
+    );
+    let ev = run(&mut d, &[isync(0x3000, Isa::A32), atoms("E")]);
+    assert!(ev
+        .iter()
+        .any(|e| e.kind == EventKind::Gap(GapReason::Undefined { addr: 0x3004 })));
+}
+
+#[test]
+fn etm_atoms_are_per_instruction() {
+    let mut d = etm();
+    let ev = run(
+        &mut d,
+        &[
+            isync(0x1000, Isa::A32),
+            // MOV, ADD, CMP, BNE taken, ADD, CMP, BNE not taken, BL
+            TraceOp::InsnAtoms(InsnAtoms {
+                count: 8,
+                executed: 0b1011_1111,
+                cycles: None,
+            }),
+            // ADD, BX lr (indirect: target from the branch address)
+            TraceOp::InsnAtoms(InsnAtoms {
+                count: 2,
+                executed: 0b11,
+                cycles: None,
+            }),
+            branch(0x1014, Isa::A32, 0),
+        ],
+    );
+    let starts: Vec<_> = ranges(&ev).iter().map(|r| (r.start, r.executed)).collect();
+    assert_eq!(
+        starts,
+        [
+            (0x1000, true),
+            (0x1004, true),
+            (0x1008, true),
+            (0x100C, true),
+            (0x1004, true),
+            (0x1008, true),
+            (0x100C, false),
+            (0x1010, true),
+            (0x1020, true),
+            (0x1024, true),
+        ]
+    );
+    assert!(ranges(&ev).iter().all(|r| r.count == 1));
+    // Every I-sync reports the context in ETMv3.
+    assert!(ev.iter().any(|e| matches!(e.kind, EventKind::Context(_))));
+}
+
+#[test]
+fn etm_cancelled_instruction_is_dropped() {
+    // An exception with the Cancel bit: the last traced instruction (the
+    // CMP at 0x1008) did not complete; it is the preferred return address.
+    let mut d = etm();
+    let ev = run(
+        &mut d,
+        &[
+            isync(0x1000, Isa::A32),
+            TraceOp::InsnAtoms(InsnAtoms {
+                count: 3,
+                executed: 0b111,
+                cycles: Some((1, 1, 0)),
+            }),
+            TraceOp::Branch(Branch {
+                target: Target {
+                    addr: 0x18,
+                    isa: Some(Isa::A32),
+                },
+                exception: 14,
+                cancel: true,
+                ns: None,
+                hyp: None,
+                cycles: None,
+            }),
+        ],
+    );
+    let starts: Vec<_> = ranges(&ev).iter().map(|r| (r.start, r.cycles)).collect();
+    assert_eq!(starts, [(0x1000, Some(1)), (0x1004, Some(1))]);
+    assert!(ev.iter().any(|e| e.kind
+        == EventKind::Exception {
+            number: 14,
+            ret: Some(0x1008)
+        }));
+}
+
+#[test]
+fn etm_lsip_isync_implies_the_data_instruction() {
+    // LSiP: the data instruction at the I-sync address (the ADD at 0x1004)
+    // executed; tracing continues at the LSiP address (0x1008).
+    let mut d = etm();
+    let mut s = match isync(0x1004, Isa::A32) {
+        TraceOp::Sync(s) => s,
+        _ => unreachable!(),
+    };
+    s.lsip = Some(0x1008);
+    let ev = run(
+        &mut d,
+        &[
+            TraceOp::Sync(s),
+            TraceOp::InsnAtoms(InsnAtoms {
+                count: 1,
+                executed: 0,
+                cycles: None,
+            }),
+        ],
+    );
+    let r: Vec<_> = ranges(&ev).iter().map(|r| (r.start, r.executed)).collect();
+    assert_eq!(r, [(0x1004, true), (0x1008, false)]);
+}
+
+#[test]
+fn context_changes_and_debug_halt() {
+    let mut d = ptm(true);
+    let mut s = match isync(0x1010, Isa::A32) {
+        TraceOp::Sync(s) => s,
+        _ => unreachable!(),
+    };
+    s.context_id = Some(5);
+    let mut exit = s;
+    exit.reason = SyncReason::TraceOn(TraceOnReason::DebugExit);
+    exit.target.addr = 0x1020;
+    let ev = run(
+        &mut d,
+        &[
+            TraceOp::Sync(s),
+            TraceOp::ContextId(5),
+            TraceOp::ContextId(6),
+            TraceOp::Vmid(1),
+            // BL taken, then the core halts before executing the target:
+            // exception 1 (debug halt) returns to the BL's target.
+            atoms("E"),
+            branch(0, Isa::A32, 1),
+            TraceOp::Sync(exit),
+        ],
+    );
+    let ctx: Vec<_> = ev
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Context(c) => Some((c.context_id, c.vmid)),
+            _ => None,
+        })
+        .collect();
+    // The debug-exit I-sync carries context ID 5 again: a change.
+    assert_eq!(
+        ctx,
+        [
+            (Some(5), None),
+            (Some(6), None),
+            (Some(6), Some(1)),
+            (Some(5), Some(1))
+        ]
+    );
+    assert!(ev.iter().any(|e| e.kind
+        == EventKind::Exception {
+            number: 1,
+            ret: Some(0x1020)
+        }));
+    assert!(ev.iter().any(|e| e.kind
+        == EventKind::TraceOn {
+            reason: TraceOnReason::DebugExit,
+            cycles: None
+        }));
+}
+
+#[test]
+fn real_packets_lower_through_push() {
+    use ptm_packets::{Atoms, BranchAddress, ISync, ISyncReason, Isa as PIsa, Packet};
+    let mut d = ptm(true);
+    let mut ev = Vec::new();
+    let packets = [
+        Packet::ASync,
+        Packet::ISync(ISync {
+            address: 0x1010,
+            isa: PIsa::Arm,
+            reason: ISyncReason::Periodic,
+            ..ISync::default()
+        }),
+        Packet::Atom {
+            atoms: Atoms::new(1, 1).unwrap(),
+            cycles: None,
+        },
+        Packet::BranchAddress(BranchAddress {
+            address: 0x1018,
+            bits: 32,
+            isa: PIsa::Arm,
+            exception: None,
+            cycles: Some(7),
+        }),
+    ];
+    for (i, p) in packets.iter().enumerate() {
+        d.push(i as u64 * 10, &AnyPacket::Ptm(*p), &mut |e| ev.push(e));
+    }
+    let r = ranges(&ev);
+    assert_eq!(r.len(), 2);
+    assert_eq!(
+        (r[1].start, r[1].end, r[1].cycles),
+        (0x1020, 0x1028, Some(7))
+    );
+    assert_eq!(
+        ev.iter()
+            .find(|e| matches!(e.kind, EventKind::TraceOn { .. }))
+            .map(|e| e.offset),
+        Some(10)
+    );
+    // A packet of the other protocol is ignored.
+    d.push(
+        99,
+        &AnyPacket::Etm(etm_packets::Packet::Trigger),
+        &mut |e| ev.push(e),
+    );
+    assert_eq!(d.ignored(), 1);
+}
+
+#[test]
+fn per_instruction_view_follows_it_blocks() {
+    // ITE EQ ; NOP ; NOP ; BX lr
+    let code: [u16; 4] = [0xBF0C, 0xBF00, 0xBF00, 0x4770];
+    let bytes: Vec<u8> = code.iter().flat_map(|h| h.to_le_bytes()).collect();
+    let mut map = MemoryMap::new();
+    map.add(Region::new("it", 0x5000, Space::Any, bytes.into(), 0, 8).unwrap());
+    let cfg = ptm_packets::Config::default();
+    let map = Arc::new(map);
+    let mut d = Decoder::new(DecoderConfig::new(1, &SourceConfig::Ptm(cfg)), map.clone());
+    let ev = run(
+        &mut d,
+        &[isync(0x5000, Isa::T32), branch(0x1000, Isa::A32, 0)],
+    );
+    let r = ranges(&ev)[0];
+    assert_eq!((r.start, r.end, r.count), (0x5000, 0x5008, 4));
+    let conds: Vec<_> = r.instructions(&*map).map(|i| (i.addr, i.cond)).collect();
+    use isa_decode::Cond;
+    assert_eq!(
+        conds,
+        [
+            (0x5000, Cond::Al),
+            (0x5002, Cond::Eq),
+            (0x5004, Cond::Ne),
+            (0x5006, Cond::Al)
+        ]
+    );
+}
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn op() -> impl Strategy<Value = TraceOp> {
+        let addr = prop_oneof![0x1000u32..0x1030, 0x2000u32..0x2008, any::<u32>()];
+        let isa = prop_oneof![Just(Isa::A32), Just(Isa::T32)];
+        prop_oneof![
+            (addr.clone(), isa.clone()).prop_map(|(a, i)| isync(a & !1, i)),
+            (1u8..=5, any::<u8>()).prop_map(|(c, e)| TraceOp::WaypointAtoms {
+                count: c,
+                e_bits: e & ((1 << c) - 1),
+                cycles: None
+            }),
+            (0u8..=16, any::<u16>()).prop_map(|(c, e)| TraceOp::InsnAtoms(InsnAtoms {
+                count: c,
+                executed: e,
+                cycles: Some((1, 1, 0))
+            })),
+            (addr.clone(), isa.clone(), 0u16..20).prop_map(|(a, i, x)| branch(a & !1, i, x)),
+            (addr, isa).prop_map(|(a, i)| TraceOp::WaypointUpdate(Target {
+                addr: a & !1,
+                isa: Some(i)
+            })),
+            Just(TraceOp::ExceptionReturn),
+            any::<u32>().prop_map(TraceOp::ContextId),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn random_ops_on_random_memory_never_panic(
+            code in proptest::collection::vec(any::<u8>(), 0..256),
+            ops in proptest::collection::vec(op(), 0..64),
+            etm_flavor in any::<bool>(),
+        ) {
+            let mut map = MemoryMap::new();
+            let n = code.len();
+            map.add(Region::new("r", 0x1000, Space::Any, code.clone().into(), 0, n).unwrap());
+            map.add(Region::new("t", 0x2000, Space::Any, code.into(), 0, n).unwrap());
+            let src = if etm_flavor {
+                SourceConfig::Etm(etm_packets::Config::new().with_cycle_accurate(true))
+            } else {
+                SourceConfig::Ptm(ptm_packets::Config::default().with_return_stack(true))
+            };
+            let mut d = Decoder::new(DecoderConfig::new(3, &src), Arc::new(map));
+            let mut count = 0usize;
+            for (i, op) in ops.iter().enumerate() {
+                d.run_op(i as u64, op, &mut |e| {
+                    count += 1;
+                    if let EventKind::Range(r) = e.kind {
+                        assert!(r.count >= 1 && r.count <= 4096);
+                    }
+                });
+            }
+            d.finish(&mut |_| count += 1);
+            prop_assert!(count <= ops.len() * 40 + 2);
+        }
+    }
+
+    fn ptm_packet() -> impl Strategy<Value = ptm_packets::Packet> {
+        use ptm_packets::{
+            Atoms, BranchAddress, ExceptionInfo, ISync, ISyncReason, Isa as P, Packet,
+            WaypointUpdate,
+        };
+        let addr = prop_oneof![0x1000u32..0x1030, 0x2000u32..0x2008, any::<u32>()];
+        let isa = prop_oneof![
+            Just(P::Arm),
+            Just(P::Thumb),
+            Just(P::ThumbEE),
+            Just(P::Jazelle)
+        ];
+        prop_oneof![
+            Just(Packet::ASync),
+            (addr.clone(), isa.clone(), 0u8..4).prop_map(|(a, i, r)| Packet::ISync(ISync {
+                address: a & !1,
+                isa: i,
+                reason: ISyncReason::from_bits(r),
+                ..ISync::default()
+            })),
+            (1u8..=5, any::<u8>()).prop_map(|(c, e)| Packet::Atom {
+                atoms: Atoms::new(c, e & ((1 << c) - 1)).unwrap(),
+                cycles: None
+            }),
+            (addr.clone(), isa.clone(), 0u16..16).prop_map(|(a, i, n)| {
+                Packet::BranchAddress(BranchAddress {
+                    address: a & !1,
+                    bits: 32,
+                    isa: i,
+                    exception: (n > 0).then_some(ExceptionInfo {
+                        number: n,
+                        ..ExceptionInfo::default()
+                    }),
+                    cycles: None,
+                })
+            }),
+            (addr, isa).prop_map(|(a, i)| Packet::WaypointUpdate(WaypointUpdate {
+                address: a & !1,
+                bits: 32,
+                isa: i,
+                alt_isa: None
+            })),
+            any::<u32>().prop_map(Packet::ContextId),
+            any::<u8>().prop_map(Packet::Vmid),
+            Just(Packet::ExceptionReturn),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn random_ptm_packets_never_panic(
+            code in proptest::collection::vec(any::<u8>(), 0..128),
+            packets in proptest::collection::vec(ptm_packet(), 0..64),
+        ) {
+            let mut map = MemoryMap::new();
+            let n = code.len();
+            map.add(Region::new("r", 0x1000, Space::Any, code.into(), 0, n).unwrap());
+            let cfg = ptm_packets::Config::default().with_return_stack(true);
+            let mut d = Decoder::new(DecoderConfig::new(3, &SourceConfig::Ptm(cfg)), Arc::new(map));
+            let mut events = 0usize;
+            for (i, p) in packets.iter().enumerate() {
+                d.push(i as u64, &AnyPacket::Ptm(*p), &mut |_| events += 1);
+            }
+            d.finish(&mut |_| events += 1);
+            prop_assert!(events <= packets.len() * 12 + 2);
+        }
+    }
+}
