@@ -3,7 +3,9 @@
 //! - `ci`: formatting, lints, the whole test suite and conformance: what
 //!   `.ci/run` runs.
 //! - `conformance`: our packets against OpenCSD's listings of the real
-//!   captures in `../shared/testdata/opencsd`.
+//!   captures in `../shared/testdata/opencsd`; with `--decode`, our
+//!   decoded events against OpenCSD's decode listings and every
+//!   instruction against ARM DS-5's dumps.
 
 mod conformance;
 mod conformance_decode;
@@ -71,5 +73,6 @@ fn ci() -> Result<(), String> {
         "warnings",
     ])?;
     conformance::run(&testdata_dir(), &[])?;
+    conformance_decode::run(&testdata_dir(), false)?;
     cargo(&["test", "--workspace"])
 }
