@@ -225,6 +225,52 @@ fn input_code(e: &InputError) -> u8 {
     }
 }
 
+/// The exit code and message for a failed capture read.
+fn read_failure(e: ReadError) -> ExitCode {
+    match e {
+        ReadError::Input(e) => fail(input_code(&e), e),
+        e @ ReadError::Io { .. } => fail(exit::INPUT, e),
+        // A closed pipe (e.g. `| head`) is the reader's choice, not an error.
+        ReadError::Output(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        e => fail(exit::OUTPUT, e),
+    }
+}
+
+/// Run `body` with the listing's writer: standard output, or `path` written
+/// under a temporary name and renamed into place only when `body` succeeds.
+fn with_output(
+    path: Option<&std::path::Path>,
+    body: impl FnOnce(&mut dyn Write) -> Result<(), ExitCode>,
+) -> ExitCode {
+    match path {
+        Some(path) => {
+            let mut file = match AtomicFile::create(path) {
+                Ok(f) => f,
+                Err(e) => return fail(exit::OUTPUT, format!("{}: {e}", path.display())),
+            };
+            if let Err(code) = body(&mut file) {
+                return code;
+            }
+            match file.commit() {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(exit::OUTPUT, format!("{}: {e}", path.display())),
+            }
+        }
+        None => {
+            let stdout = io::stdout();
+            let mut lock = io::BufWriter::new(stdout.lock());
+            if let Err(code) = body(&mut lock) {
+                return code;
+            }
+            match lock.flush() {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+                Err(e) => fail(exit::OUTPUT, e),
+            }
+        }
+    }
+}
+
 fn run_packets(args: &PacketsArgs) -> ExitCode {
     let input = match input::resolve(&args.input.path, &args.input.flags()) {
         Ok(i) => i,
@@ -234,52 +280,28 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
         FormatArg::Text => ListFormat::Text,
         FormatArg::Jsonl => ListFormat::Jsonl,
     };
-    let mut file = match &args.output {
-        Some(path) => match AtomicFile::create(path) {
-            Ok(f) => Some(f),
-            Err(e) => return fail(exit::OUTPUT, format!("{}: {e}", path.display())),
-        },
-        None => None,
-    };
-    let stdout = io::stdout();
-    let mut lock = io::BufWriter::new(stdout.lock());
-    for capture in &input.captures {
-        for (name, why) in &capture.skipped {
-            eprintln!("trace-convert: {name}: not decoded: {why}");
-        }
-        let out: &mut dyn Write = match file.as_mut() {
-            Some(f) => f,
-            None => &mut lock,
-        };
-        let result = packets::read_capture(capture, |item| packets::write_item(out, format, item));
-        match result {
-            Ok(summary) => {
-                for (id, s) in &summary.sources {
-                    eprintln!(
-                        "trace-convert: {}: ID {id:#04x}: {} bytes, {} packets ({} bytes), {} bytes skipped, {} errors",
-                        capture.path.display(),
-                        s.bytes,
-                        s.packets,
-                        s.in_packets,
-                        s.skipped,
-                        s.errors
-                    );
-                }
+    with_output(args.output.as_deref(), |out| {
+        for capture in &input.captures {
+            for (name, why) in &capture.skipped {
+                eprintln!("trace-convert: {name}: not decoded: {why}");
             }
-            Err(ReadError::Input(e)) => return fail(input_code(&e), e),
-            Err(e @ ReadError::Io { .. }) => return fail(exit::INPUT, e),
-            Err(e) => return fail(exit::OUTPUT, e),
+            let summary =
+                packets::read_capture(capture, |item| packets::write_item(out, format, item))
+                    .map_err(read_failure)?;
+            for (id, s) in &summary.sources {
+                eprintln!(
+                    "trace-convert: {}: ID {id:#04x}: {} bytes, {} packets ({} bytes), {} bytes skipped, {} errors",
+                    capture.path.display(),
+                    s.bytes,
+                    s.packets,
+                    s.in_packets,
+                    s.skipped,
+                    s.errors
+                );
+            }
         }
-    }
-    if let Err(e) = lock.flush() {
-        return fail(exit::OUTPUT, e);
-    }
-    if let (Some(f), Some(path)) = (file, &args.output) {
-        if let Err(e) = f.commit() {
-            return fail(exit::OUTPUT, format!("{}: {e}", path.display()));
-        }
-    }
-    ExitCode::SUCCESS
+        Ok(())
+    })
 }
 
 fn run_decode(args: &DecodeArgs) -> ExitCode {
@@ -324,74 +346,49 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
         Ok(m) => Arc::new(m),
         Err(e) => return fail(exit::INPUT, e),
     };
-    let mut file = match &args.output {
-        Some(path) => match AtomicFile::create(path) {
-            Ok(f) => Some(f),
-            Err(e) => return fail(exit::OUTPUT, format!("{}: {e}", path.display())),
-        },
-        None => None,
-    };
-    let stdout = io::stdout();
-    let mut lock = io::BufWriter::new(stdout.lock());
-    for capture in &input.captures {
-        for (name, why) in &capture.skipped {
-            eprintln!("trace-convert: {name}: not decoded: {why}");
-        }
-        let out: &mut dyn Write = match file.as_mut() {
-            Some(f) => f,
-            None => &mut lock,
-        };
-        let only = args.input.trace_id;
-        let by_id: HashMap<u8, Arc<dyn MemoryImage>> = capture
-            .sources
-            .iter()
-            .filter_map(|s| images.get(&s.name).map(|m| (s.id, Arc::clone(m))))
-            .collect();
-        let result = dec::decode_capture(
-            capture,
-            |name| {
-                images
-                    .get(name)
-                    .cloned()
-                    .unwrap_or_else(|| Arc::clone(&fallback))
-            },
-            |e| {
-                if only.is_some_and(|id| id != e.id) {
-                    return Ok(());
-                }
-                let mem = args
-                    .instructions
-                    .then(|| by_id.get(&e.id).map_or(&*fallback, |m| &**m));
-                dec::write_event(out, format, e, mem)
-            },
-        );
-        match result {
-            Ok(summary) => {
-                for (id, c) in &summary.sources {
-                    eprintln!(
-                        "trace-convert: {}: ID {id:#04x}: {} ranges, {} instructions, {} not accessible, {} gaps",
-                        capture.path.display(),
-                        c.ranges,
-                        c.instructions,
-                        c.nacc,
-                        c.gaps
-                    );
-                }
+    with_output(args.output.as_deref(), |out| {
+        for capture in &input.captures {
+            for (name, why) in &capture.skipped {
+                eprintln!("trace-convert: {name}: not decoded: {why}");
             }
-            Err(ReadError::Input(e)) => return fail(input_code(&e), e),
-            Err(e @ ReadError::Io { .. }) => return fail(exit::INPUT, e),
-            Err(e) => return fail(exit::OUTPUT, e),
+            let only = args.input.trace_id;
+            let by_id: HashMap<u8, Arc<dyn MemoryImage>> = capture
+                .sources
+                .iter()
+                .filter_map(|s| images.get(&s.name).map(|m| (s.id, Arc::clone(m))))
+                .collect();
+            let summary = dec::decode_capture(
+                capture,
+                |name| {
+                    images
+                        .get(name)
+                        .cloned()
+                        .unwrap_or_else(|| Arc::clone(&fallback))
+                },
+                |e| {
+                    if only.is_some_and(|id| id != e.id) {
+                        return Ok(());
+                    }
+                    let mem = args
+                        .instructions
+                        .then(|| by_id.get(&e.id).map_or(&*fallback, |m| &**m));
+                    dec::write_event(out, format, e, mem)
+                },
+            )
+            .map_err(read_failure)?;
+            for (id, c) in &summary.sources {
+                eprintln!(
+                    "trace-convert: {}: ID {id:#04x}: {} ranges, {} instructions, {} not accessible, {} gaps",
+                    capture.path.display(),
+                    c.ranges,
+                    c.instructions,
+                    c.nacc,
+                    c.gaps
+                );
+            }
         }
-    }
-    if let Err(e) = lock.flush() {
-        return fail(exit::OUTPUT, e);
-    }
-    if let (Some(f), Some(path)) = (file, &args.output) {
-        if let Err(e) = f.commit() {
-            return fail(exit::OUTPUT, format!("{}: {e}", path.display()));
-        }
-    }
-    ExitCode::SUCCESS
+        Ok(())
+    })
 }
 
 fn main() -> ExitCode {
