@@ -6,7 +6,10 @@
 //!   captures in `../shared/testdata/opencsd`; with `--decode`, our
 //!   decoded events against OpenCSD's decode listings and every
 //!   instruction against ARM DS-5's dumps.
+//! - `bench`: packet parsing and full decode throughput on large inputs
+//!   built from the real captures.
 
+mod bench;
 mod conformance;
 mod conformance_decode;
 mod listing;
@@ -22,8 +25,11 @@ fn main() -> ExitCode {
             conformance_decode::run(&testdata_dir(), args.iter().any(|a| a == "--verbose"))
         }
         Some("conformance") => conformance::run(&testdata_dir(), &args[1..]),
+        Some("bench") => bench::run(&testdata_dir(), &args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <ci | conformance [--decode] [--verbose]>");
+            eprintln!(
+                "usage: cargo xtask <ci | conformance [--decode] [--verbose] | bench [--size-mb N]>"
+            );
             return ExitCode::from(2);
         }
     };
