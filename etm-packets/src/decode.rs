@@ -14,9 +14,10 @@ use crate::packet::{
 };
 use crate::state::{from_gray, mask32, mask64, State};
 
-/// Longest packet the grammar allows: I-sync with cycle count (1 + 5),
-/// 4 context ID bytes, information byte, 4 address bytes, then an LSiP
-/// address of up to 5 bytes with up to 3 exception information bytes.
+/// Longest run of bytes the decoder reads for one packet: I-sync with
+/// cycle count (1 + 5), 4 context ID bytes, information byte, 4 address
+/// bytes, then an LSiP address of up to 5 bytes; up to 3 exception
+/// information bytes after it are read before the packet is rejected.
 pub(crate) const MAX_PACKET_LEN: usize = 1 + 5 + 4 + 1 + 4 + 5 + 3;
 
 /// Outcome of decoding one packet.
@@ -99,6 +100,24 @@ const fn value_size(ss: u8) -> u8 {
     }
 }
 
+/// The exception number (in the numbering of exception information byte
+/// 0) of a three-bit exception code of the deprecated "exception in
+/// address bytes" branch form; `None` for the reserved codes 2 and 3.
+///
+/// Codes (OpenCSD's reading of IHI 0014Q): 0 reset, 1 IRQ, 4 Jazelle,
+/// 5 FIQ, 6 asynchronous data abort, 7 halting debug.
+const fn deprecated_exception(code: u8) -> Option<u16> {
+    match code & 7 {
+        0 => Some(8),
+        1 => Some(14),
+        4 => Some(5),
+        5 => Some(15),
+        6 => Some(4),
+        7 => Some(1),
+        _ => None,
+    }
+}
+
 /// Result of decoding a branch address (plus exception bytes).
 struct BranchOut {
     address: u32,
@@ -108,6 +127,8 @@ struct BranchOut {
     hyp: bool,
     alt: bool,
     exception: Option<ExceptionInfo>,
+    /// Exception information bytes followed the address.
+    info_bytes: bool,
 }
 
 /// Decodes the address bytes (and exception information bytes) of a
@@ -146,6 +167,7 @@ fn branch_address(c: &mut Cur<'_>, cfg: &Config, st: &State) -> Result<BranchOut
         hyp: st.hyp,
         alt: st.alt,
         exception: None,
+        info_bytes: false,
     };
     let mut base_isa = st.isa;
     if full {
@@ -154,8 +176,23 @@ fn branch_address(c: &mut Cur<'_>, cfg: &Config, st: &State) -> Result<BranchOut
         let b = c.byte()?;
         if b & 0x80 != 0 {
             // The deprecated "exception in address bytes" form of the
-            // original encoding; not decoded (see crate docs).
-            return Err(Fail::Invalid("fifth branch address byte (bit 7 set)"));
+            // original encoding: b1 C EEE AAA, ARM state, Cancel bit,
+            // a three-bit exception code and A[31:29]; nothing follows.
+            if alt_enc {
+                return Err(Fail::Invalid("fifth branch address byte (bit 7 set)"));
+            }
+            let number = deprecated_exception((b >> 3) & 7).ok_or(Fail::Invalid(
+                "reserved exception code in fifth branch address byte",
+            ))?;
+            out.address = (value << 2) | (u32::from(b & 0x07) << 29);
+            out.bits = 32;
+            out.isa = Isa::Arm;
+            out.exception = Some(ExceptionInfo {
+                number,
+                cancel: b & 0x40 != 0,
+                resume: 0,
+            });
+            return Ok(out);
         }
         exc_follows = b & 0x40 != 0;
         let (isa, high) = if b & 0x20 != 0 {
@@ -180,6 +217,7 @@ fn branch_address(c: &mut Cur<'_>, cfg: &Config, st: &State) -> Result<BranchOut
         out.bits = bits as u8;
     }
     if exc_follows {
+        out.info_bytes = true;
         let b0 = c.byte()?;
         out.ns = b0 & 1 != 0;
         let mut number = u16::from((b0 >> 1) & 0xF);
@@ -336,19 +374,22 @@ fn isync(c: &mut Cur<'_>, header: u8, cfg: &Config, st: &State) -> Result<Packet
             ..*st
         };
         let b = branch_address(c, cfg, &rel)?;
+        // Table 7.1 bounds the I-sync payload at 14 bytes (19 with a cycle
+        // count): 4 context ID + 1 information + 4 address + at most 5 LSiP
+        // address bytes, so no exception information bytes follow.
+        if b.info_bytes {
+            return Err(Fail::Invalid("exception information in LSiP address"));
+        }
         if b.exception.is_some() {
             return Err(Fail::Invalid("exception in LSiP address"));
         }
         if b.isa != isa {
             return Err(Fail::Invalid("state change in LSiP address"));
         }
-        s = s
-            .with_lsip(Some(LsipAddress {
-                address: b.address,
-                bits: b.bits,
-            }))
-            .with_ns(b.ns)
-            .with_hyp(b.hyp);
+        s = s.with_lsip(Some(LsipAddress {
+            address: b.address,
+            bits: b.bits,
+        }));
     }
     Ok(Packet::ISync(s))
 }

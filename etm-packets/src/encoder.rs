@@ -27,6 +27,11 @@ const MAX: usize = 32;
 /// `address_bits`) are requests when encoding: 0 asks for the minimal
 /// form, a larger value for at least that many bits.
 ///
+/// Exceptions, security state, Hyp mode and AltISA changes are always
+/// written as exception information bytes, never in the deprecated
+/// "exception in address bytes" form the parser also accepts; data values
+/// are written with the size (`SS` field) the packet gives.
+///
 /// ```
 /// use etm_packets::{Branch, Config, Encoder, ISync, Isa, Packet, Parser, Reason};
 /// let cfg = Config::new();

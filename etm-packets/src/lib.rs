@@ -61,11 +61,21 @@
 //!   I-sync are returned; compressed branch addresses there are merged
 //!   with whatever address the parser last knew (0 at the start).
 //! - Data value sizes: the SS field of data headers is decoded as 0, 1, 2
-//!   or 4 value bytes.
+//!   or 4 value bytes (`b00` = value 0, no bytes); the value bytes follow
+//!   the data address and are present only when data value tracing is on.
+//!   The encoder writes the size it is given (it does not drop leading
+//!   zero bytes).
 //! - The deprecated "exception in address bytes" form of the original
-//!   branch encoding (bit 7 set in the fifth address byte) is reported as
-//!   [`ErrorKind::InvalidField`]; implementations use exception
-//!   information bytes instead.
+//!   branch encoding (bit 7 set in the fifth address byte, `b1 C EEE AAA`)
+//!   is decoded as OpenCSD does: ARM state, address bits \[31:29\] in
+//!   `AAA`, the Cancel bit in bit 6 and a three-bit exception code (0
+//!   reset, 1 IRQ, 4 Jazelle, 5 FIQ, 6 asynchronous data abort, 7 halting
+//!   debug), reported as [`ExceptionInfo::number`] in the numbering of the
+//!   exception information bytes (8, 14, 5, 15, 4, 1). Nothing follows
+//!   that byte; NS, Hyp and AltISA are unchanged. Codes 2 and 3
+//!   (reserved), and bit 7 set under the alternative encoding, are
+//!   [`ErrorKind::InvalidField`]. The encoder always uses exception
+//!   information bytes.
 //! - Data-only I-sync packets (ETMCR\[20\]) carry a context ID and an
 //!   information byte but no address. A `0x70` header in data-only mode
 //!   is read as the same form preceded by a cycle count.
@@ -75,11 +85,16 @@
 //!   encoding they follow only a five-byte address (bit 6 of its last
 //!   byte); in the alternative encoding (ETMIDR\[20\], ETMv3.4+) bit 6 of
 //!   the last byte of a 2-4 byte address announces them too. When absent,
-//!   the security state, Hyp mode and AltISA state are unchanged.
+//!   the security state, Hyp mode and AltISA state are unchanged (Hyp
+//!   also when byte 1 is absent). A one-byte address never carries them.
+//! - The LSiP address of an I-sync carries no exception information bytes
+//!   (table 7.1 bounds the I-sync payload at 14 bytes, 19 with a cycle
+//!   count); they are reported as [`ErrorKind::InvalidField`].
 //! - Timestamps have no cycle-count variant in ETMv3 (unlike PFT); they are
-//!   1-7 bytes (48-bit) or 1-9 bytes (64-bit), the last possible byte
-//!   holding eight value bits, compressed against the previous timestamp
-//!   and Gray-decoded when ETMCCER\[28\] is 0.
+//!   1-7 bytes (48-bit) or 1-9 bytes (64-bit) of seven value bits and a
+//!   continuation bit, the last possible byte holding the remaining six
+//!   (48-bit) or eight (64-bit) value bits, compressed against the
+//!   previous timestamp and Gray-decoded when ETMCCER\[28\] is 0.
 //! - The I-sync information byte's bit 0 is ignored when parsing and
 //!   written as 1 when encoding (real ETMs, e.g. the TC2 Cortex-A7s, set it).
 //!

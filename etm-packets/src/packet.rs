@@ -490,7 +490,9 @@ pub struct ExceptionInfo {
     /// ARMv7-A/R, e.g. 1 = halting debug, 2 = SMC, 3 = Hyp trap,
     /// 4 = asynchronous data abort, 5 = Jazelle, 8 = reset, 9 =
     /// undefined, 10 = SVC, 11 = prefetch abort, 12 = data abort,
-    /// 13 = generic, 14 = IRQ, 15 = FIQ.
+    /// 13 = generic, 14 = IRQ, 15 = FIQ. The three-bit code of the
+    /// deprecated "exception in address bytes" form is reported in this
+    /// numbering (see the crate notes).
     pub number: u16,
     /// The Cancel bit: the last traced instruction was cancelled by the
     /// exception and did not complete.

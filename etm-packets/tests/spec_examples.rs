@@ -553,3 +553,210 @@ fn reserved_headers_report_their_offset() {
         );
     }
 }
+
+// ---- Review against IHI 0014Q and OpenCSD's ETMv3 packet processor ----
+
+/// Thumb I-sync at 0x1000, reason "trace on".
+const THUMB_ISYNC: [u8; 6] = [0x08, 0x21, 0x01, 0x10, 0x00, 0x00];
+
+#[test]
+fn deprecated_exception_in_fifth_address_byte() {
+    // Original encoding, fifth byte b1 C EEE AAA (OpenCSD decodes it as
+    // ARM state, Cancel = bit 6, Exception[2:0] = bits [5:3],
+    // A[31:29] = bits [2:0]; nothing follows). ARM 0xE0000100:
+    // A[7:2] = 0, A[14:8] = 1, then zeros; C=1, code 5 (FIQ), AAA = 0b111.
+    let cfg = Config::new();
+    let p = parse(
+        cfg,
+        &[&THUMB_ISYNC[..], &[0x81, 0x81, 0x80, 0x80, 0xEF, 0x84]].concat(),
+    );
+    let [(_, Packet::ISync(_)), (12, Packet::Branch(b)), (17, Packet::Atoms(_))] = p[..] else {
+        panic!("{p:?}")
+    };
+    assert_eq!((b.address, b.bits, b.isa), (0xE000_0100, 32, Isa::Arm));
+    assert_eq!((b.ns, b.hyp), (false, false));
+    assert_eq!(
+        b.exception,
+        Some(ExceptionInfo {
+            number: 15, // FIQ in the exception-information-byte numbering
+            cancel: true,
+            resume: 0
+        })
+    );
+    // Code 0 is reset (number 8), Cancel clear, address 0.
+    let b = branch(cfg, &[], &[0x81, 0x80, 0x80, 0x80, 0x80]);
+    assert_eq!((b.address, b.isa), (0, Isa::Arm));
+    assert_eq!(
+        b.exception,
+        Some(ExceptionInfo {
+            number: 8,
+            cancel: false,
+            resume: 0
+        })
+    );
+    // Every code: 0 reset, 1 IRQ, 4 Jazelle, 5 FIQ, 6 async abort, 7 debug.
+    for (code, number) in [(0u8, 8u16), (1, 14), (4, 5), (5, 15), (6, 4), (7, 1)] {
+        let b = branch(cfg, &[], &[0x81, 0x80, 0x80, 0x80, 0x80 | (code << 3)]);
+        assert_eq!(b.exception.map(|e| e.number), Some(number), "code {code}");
+    }
+    // Codes 2 and 3 are reserved.
+    for code in [2u8, 3] {
+        let e = parse_err(cfg, &[0x81, 0x80, 0x80, 0x80, 0x80 | (code << 3)]);
+        assert!(matches!(
+            e.kind,
+            ErrorKind::InvalidField { header: 0x81, .. }
+        ));
+    }
+    // The deprecated form belongs to the original encoding only.
+    let alt = Config::new().with_alt_branch(true);
+    let e = parse_err(alt, &[0x81, 0x80, 0x80, 0x80, 0xEF]);
+    assert!(matches!(
+        e.kind,
+        ErrorKind::InvalidField { header: 0x81, .. }
+    ));
+}
+
+#[test]
+fn deprecated_exception_reencodes_with_information_bytes() {
+    // The encoder writes the same branch as a five-byte ARM address with
+    // X set (b0100_1111) and exception byte 0 = C0 Alt0 Cancel1 Exc=15 NS0.
+    let cfg = Config::new();
+    let p = parse(
+        cfg,
+        &[&THUMB_ISYNC[..], &[0x81, 0x81, 0x80, 0x80, 0xEF]].concat(),
+    );
+    let mut enc = Encoder::new(cfg);
+    let mut buf = [0u8; 32];
+    enc.encode(&Packet::ASync, &mut buf).unwrap();
+    enc.encode(&p[0].1, &mut buf).unwrap();
+    let n = enc.encode(&p[1].1, &mut buf).unwrap();
+    assert_eq!(&buf[..n], [0x81, 0x81, 0x80, 0x80, 0x4F, 0x3E]);
+    let again = parse(cfg, &[&THUMB_ISYNC[..], &buf[..n]].concat());
+    assert_eq!(again[1].1, p[1].1);
+}
+
+#[test]
+fn alternative_encoding_five_byte_address_with_exception_bytes() {
+    // ETMv3.4 alternative encoding: bytes 1-3 of a five-byte address keep
+    // seven address bits; the fifth byte is as in the original encoding.
+    // ARM 0x456789A8, X=1; byte 0 = C1 Alt0 Cancel0 Exc=14 (IRQ) NS1;
+    // byte 1 = C0 0 Hyp1 Exc[8:4]=0.
+    let cfg = Config::new().with_alt_branch(true);
+    let b = branch(
+        cfg,
+        &THUMB_ISYNC,
+        &[0xD5, 0x89, 0xCF, 0x95, 0x4A, 0x9D, 0x20],
+    );
+    assert_eq!((b.address, b.bits, b.isa), (0x4567_89A8, 32, Isa::Arm));
+    assert_eq!((b.ns, b.hyp), (true, true));
+    assert_eq!(
+        b.exception,
+        Some(ExceptionInfo {
+            number: 14,
+            cancel: false,
+            resume: 0
+        })
+    );
+}
+
+#[test]
+fn alternative_encoding_one_byte_address_has_no_exception_flag() {
+    // Bit 6 of a lone first byte is address bit A[6] (Thumb): 0x41 carries
+    // A[6:1] = 0b100000 and the next byte is a new header.
+    let cfg = Config::new().with_alt_branch(true);
+    let p = parse(cfg, &[&THUMB_ISYNC[..], &[0x41, 0x84]].concat());
+    let [_, (12, Packet::Branch(b)), (13, Packet::Atoms(_))] = p[..] else {
+        panic!("{p:?}")
+    };
+    assert_eq!((b.address, b.bits, b.exception), (0x1040, 7, None));
+}
+
+#[test]
+fn hyp_bit_changes_only_with_exception_byte_1() {
+    // I-sync with Hyp=1 (information byte bit 1), Thumb 0x1000.
+    let cfg = Config::new().with_alt_branch(true);
+    let isync = [0x08, 0x23, 0x01, 0x10, 0x00, 0x00];
+    // Exception byte 0 alone (NS=0, no exception): Hyp stays set.
+    let b = branch(cfg, &isync, &[0x83, 0x61, 0x00]);
+    assert_eq!(
+        (b.address, b.hyp, b.ns, b.exception),
+        (0x1082, true, false, None)
+    );
+    // Byte 0 with C=1, then byte 1 with Hyp=0: Hyp clears.
+    let b = branch(cfg, &isync, &[0x83, 0x61, 0x80, 0x00]);
+    assert_eq!((b.hyp, b.exception), (false, None));
+}
+
+#[test]
+fn lsip_address_has_no_exception_bytes() {
+    // LSiP I-sync (information byte bit 7), ARM 0x1000; alternative
+    // encoding LSiP address 0x83 0x10 = A[7:2]=1, A[13:8]=0x10: 0x1004.
+    let cfg = Config::new().with_alt_branch(true);
+    let s = isync(cfg, &[0x08, 0xA1, 0x00, 0x10, 0x00, 0x00, 0x83, 0x10]);
+    assert_eq!(
+        s.lsip(),
+        Some(LsipAddress {
+            address: 0x1004,
+            bits: 14
+        })
+    );
+    // The same with the E flag and an exception byte: 15 payload bytes
+    // would exceed table 7.1's I-sync maximum of 14.
+    let e = parse_err(cfg, &[0x08, 0xA1, 0x00, 0x10, 0x00, 0x00, 0x83, 0x50, 0x01]);
+    assert_eq!(e.offset, 6);
+    assert!(matches!(
+        e.kind,
+        ErrorKind::InvalidField { header: 0x08, .. }
+    ));
+}
+
+#[test]
+fn timestamp_64_bit_ninth_byte_has_eight_bits() {
+    // 64-bit timestamps: eight bytes of seven bits then one of eight
+    // (OpenCSD's extractTimestamp; ETMCCER[29] = 1, ten-byte packet).
+    let cfg = Config::new();
+    let mut bytes = vec![0x42];
+    bytes.extend_from_slice(&[0xFF; 9]);
+    let p = parse(cfg, &bytes);
+    let [(_, Packet::Timestamp(t))] = p[..] else {
+        panic!("{p:?}")
+    };
+    assert_eq!((t.value, t.bits), (u64::MAX, 64));
+}
+
+#[test]
+fn data_value_sizes_and_presence() {
+    // SS = b00: value 0 with no value byte (OpenCSD sets value 0 and ends
+    // the packet at the header); out-of-order data tag 1, then a P-header.
+    let cfg = Config::new().with_data_address(true).with_data_value(true);
+    let p = parse(cfg, &[0x20, 0x84]);
+    let [(_, Packet::OutOfOrderData(d)), (7, Packet::Atoms(_))] = p[..] else {
+        panic!("{p:?}")
+    };
+    assert_eq!((d.tag, d.value, d.size), (1, 0, 0));
+    // SS = b10: two value bytes after the address.
+    let p = parse(cfg, &[0x2A, 0x10, 0x34, 0x12]);
+    let [(_, Packet::NormalData(d))] = p[..] else {
+        panic!("{p:?}")
+    };
+    assert_eq!((d.address, d.value, d.size), (Some(0x10), Some(0x1234), 2));
+    // Data value tracing off: no value bytes, whatever SS says.
+    let cfg = Config::new().with_data_address(true);
+    let p = parse(cfg, &[0x2E, 0x10, 0x84]);
+    let [(_, Packet::NormalData(d)), (8, Packet::Atoms(_))] = p[..] else {
+        panic!("{p:?}")
+    };
+    assert_eq!((d.address, d.value, d.size), (Some(0x10), None, 4));
+}
+
+#[test]
+fn context_id_packet_without_context_id_tracing() {
+    // "If Context ID tracing is disabled ... Context ID packets are never
+    // generated" (IHI 0014Q 7.3.6): 0x6E is invalid then.
+    let e = parse_err(Config::new(), &[0x6E, 0x00]);
+    assert_eq!(e.offset, 6);
+    assert!(matches!(
+        e.kind,
+        ErrorKind::InvalidField { header: 0x6E, .. }
+    ));
+}
