@@ -159,62 +159,41 @@ impl Source {
     }
 
     fn stats(&self) -> SourceStats {
+        // The two crates' counters have the same fields.
+        macro_rules! convert {
+            ($s:expr) => {{
+                let s = $s;
+                SourceStats {
+                    bytes: s.bytes_fed,
+                    in_packets: s.bytes_in_packets,
+                    packets: s.packets,
+                    skipped: s.bytes_skipped,
+                    errors: s.errors,
+                }
+            }};
+        }
         match &self.parser {
-            Parser::Etm(p) => {
-                let s = p.stats();
-                SourceStats {
-                    bytes: s.bytes_fed,
-                    in_packets: s.bytes_in_packets,
-                    packets: s.packets,
-                    skipped: s.bytes_skipped,
-                    errors: s.errors,
-                }
-            }
-            Parser::Ptm(p) => {
-                let s = p.stats();
-                SourceStats {
-                    bytes: s.bytes_fed,
-                    in_packets: s.bytes_in_packets,
-                    packets: s.packets,
-                    skipped: s.bytes_skipped,
-                    errors: s.errors,
-                }
-            }
+            Parser::Etm(p) => convert!(p.stats()),
+            Parser::Ptm(p) => convert!(p.stats()),
         }
     }
 
     fn feed(&mut self, id: u8, offset: u64, data: &[u8], out: &mut Vec<Item>) {
         match &mut self.parser {
-            Parser::Etm(p) => {
-                for r in p.feed_at(offset, data) {
-                    out.push(match r {
-                        Ok((offset, p)) => Item::Packet {
-                            id,
-                            offset,
-                            packet: AnyPacket::Etm(p),
-                        },
-                        Err(e) => Item::Error {
-                            id,
-                            error: PacketError::Etm(e),
-                        },
-                    });
-                }
-            }
-            Parser::Ptm(p) => {
-                for r in p.feed_at(offset, data) {
-                    out.push(match r {
-                        Ok((offset, p)) => Item::Packet {
-                            id,
-                            offset,
-                            packet: AnyPacket::Ptm(p),
-                        },
-                        Err(e) => Item::Error {
-                            id,
-                            error: PacketError::Ptm(e),
-                        },
-                    });
-                }
-            }
+            Parser::Etm(p) => push_items(
+                p.feed_at(offset, data),
+                id,
+                AnyPacket::Etm,
+                PacketError::Etm,
+                out,
+            ),
+            Parser::Ptm(p) => push_items(
+                p.feed_at(offset, data),
+                id,
+                AnyPacket::Ptm,
+                PacketError::Ptm,
+                out,
+            ),
         }
     }
 
@@ -227,6 +206,27 @@ impl Source {
             out.push(Item::Error { id, error });
         }
     }
+}
+
+/// Append a parser's items to `out` as demultiplexer items of source `id`.
+fn push_items<P, E>(
+    items: impl Iterator<Item = Result<(u64, P), E>>,
+    id: u8,
+    packet: fn(P) -> AnyPacket,
+    error: fn(E) -> PacketError,
+    out: &mut Vec<Item>,
+) {
+    out.extend(items.map(|r| match r {
+        Ok((offset, p)) => Item::Packet {
+            id,
+            offset,
+            packet: packet(p),
+        },
+        Err(e) => Item::Error {
+            id,
+            error: error(e),
+        },
+    }));
 }
 
 /// Splits a capture into trace sources and parses each source's packets.
