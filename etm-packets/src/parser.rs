@@ -472,6 +472,30 @@ impl Parser {
         }
     }
 
+    /// The packet at the start of `rest` (synchronized, at a packet
+    /// boundary, nothing carried over), for the iterator's fast path: the
+    /// general decoder without the general path's bookkeeping, kept out of
+    /// line. `None` (A-sync, incomplete or invalid packet): use the general
+    /// path.
+    #[cold]
+    #[inline(never)]
+    fn fast_decode(&mut self, rest: &[u8]) -> Option<(usize, Packet)> {
+        let &b = rest.first()?;
+        let class = self.tables.class[usize::from(b)];
+        if class == Class::ASync {
+            return None;
+        }
+        match decode(rest, class, &self.cfg, &self.st) {
+            Decoded::Packet(len, p) => {
+                self.st.apply(&p, &self.cfg);
+                self.stats.packets += 1;
+                self.stats.bytes_in_packets += len as u64;
+                Some((len, p))
+            }
+            Decoded::Incomplete | Decoded::Invalid(_) => None,
+        }
+    }
+
     /// Decodes the packet at `*pos` with the general decoder.
     #[inline(always)]
     fn decode_at(&mut self, chunk: &[u8], pos: &mut usize, off: u64, class: Class) -> Option<Item> {
@@ -592,13 +616,13 @@ pub struct Packets<'a> {
     parser: &'a mut Parser,
     chunk: &'a [u8],
     /// While the parser is synchronized with nothing carried over: the
-    /// unparsed rest of the chunk, for the P-header fast path. Else empty.
+    /// unparsed rest of the chunk, for the fast paths. Else empty.
     fast: &'a [u8],
     /// Position of the next byte when `fast` is not in use.
     pos: usize,
     base: u64,
-    /// Bytes consumed by the general path (the rest went to fast-path
-    /// P-headers, counted on drop).
+    /// Bytes consumed by anything but the P-header fast path (whose bytes
+    /// are counted on drop).
     slow_bytes: usize,
     /// Whether `fast` is in use.
     hot: bool,
@@ -641,6 +665,34 @@ impl Iterator for Packets<'_> {
                 self.fast = tail;
                 return Some(Ok((off, Packet::Atoms(*a))));
             }
+            // Branch address headers are the odd bytes in every
+            // configuration: the common forms are decoded inline too.
+            if b & 1 == 1 {
+                let p = &mut *self.parser;
+                if let Some((len, address, pkt)) = quick_branch(self.fast, &p.cfg, &p.st) {
+                    let off = self
+                        .base
+                        .wrapping_add((self.chunk.len() - self.fast.len()) as u64);
+                    self.fast = self.fast.get(len..).unwrap_or(&[]);
+                    self.slow_bytes += len;
+                    p.st.last_addr = address;
+                    p.stats.packets += 1;
+                    p.stats.bytes_in_packets += len as u64;
+                    return Some(Ok((off, pkt)));
+                }
+            }
+            // Any other packet but an A-sync: decoded out of line, without
+            // the general path's bookkeeping.
+            if b != 0 {
+                let off = self
+                    .base
+                    .wrapping_add((self.chunk.len() - self.fast.len()) as u64);
+                if let Some((len, pkt)) = self.parser.fast_decode(self.fast) {
+                    self.fast = self.fast.get(len..).unwrap_or(&[]);
+                    self.slow_bytes += len;
+                    return Some(Ok((off, pkt)));
+                }
+            }
         }
         self.slow()
     }
@@ -649,7 +701,7 @@ impl Iterator for Packets<'_> {
 impl Drop for Packets<'_> {
     fn drop(&mut self) {
         while self.next().is_some() {}
-        // Every byte is consumed now; those the general path did not take
+        // Every byte is consumed now; those not counted in `slow_bytes`
         // were fast-path P-headers.
         self.parser.fast_pheaders += (self.chunk.len() - self.slow_bytes) as u64;
     }

@@ -163,14 +163,12 @@ impl Format {
     }
 
     /// Converts the packet's raw bit string (first byte's bits \[6:1\] at
-    /// bits \[6:1\], then 7 bits per byte) into address bits.
-    #[inline]
+    /// bits \[6:1\], then 7 bits per byte) into address bits: shifted
+    /// left by one for ARM, as is for Thumb, right by one for Jazelle
+    /// (`raw` is below 2^63, so the shift pair loses nothing else).
+    #[inline(always)]
     pub fn raw_to_addr(self, raw: u64) -> u32 {
-        match self {
-            Format::Arm => (raw << 1) as u32,
-            Format::Thumb => raw as u32,
-            Format::Jazelle => (raw >> 1) as u32,
-        }
+        ((raw << 1) >> (self as u32)) as u32
     }
 
     /// Inverse of [`Format::raw_to_addr`].

@@ -271,12 +271,15 @@ pub(crate) fn fast_branch(
         return None;
     }
     // Seven bits per byte (six of the first, bits [6:1]); bits above the
-    // packet's width are masked off below.
-    let raw = (w64 & 0x7e)
-        | ((w64 >> 1) & (0x7f << 7))
-        | ((w64 >> 2) & (0x7f << 14))
-        | ((w64 >> 3) & (0x7f << 21))
-        | ((w64 >> 4) & (0xff << 28));
+    // packet's width are masked off below. Four bytes fill 27 bits, so the
+    // fifth is only added when present.
+    let lo = w64 as u32;
+    let mut raw = u64::from(
+        (lo & 0x7e)
+            | ((lo >> 1) & (0x7f << 7))
+            | ((lo >> 2) & (0x7f << 14))
+            | ((lo >> 3) & (0x7f << 21)),
+    );
     let (len, cycles) = if cycle_accurate {
         let (c, l) = word_cycles(w, n);
         (n + l, Some(c))
@@ -284,6 +287,7 @@ pub(crate) fn fast_branch(
         (n, None)
     };
     let (format, isa) = if n == 5 {
+        raw |= (w64 >> 4) & (0xff << 28);
         let format = Format::from_fifth(last);
         let isa = resolve_isa(format, ctx.alt);
         ctx.set_isa(isa);

@@ -238,16 +238,27 @@ impl Parser {
 /// Iterator over the packets and errors of one chunk; see [`Parser::feed`].
 ///
 /// Dropping it before the end still consumes the rest of the chunk.
-#[derive(Debug)]
 pub struct Packets<'a> {
     parser: &'a mut Parser,
     chunk: &'a [u8],
     pos: usize,
     base: u64,
-    /// Which fast path applies (`LANE_*`).
-    lane: u8,
+    /// The header classes of the fast paths usable now.
+    lane: Lane,
     /// Packets decoded on the fast paths, added to the stats on drop.
     packets: u64,
+}
+
+impl core::fmt::Debug for Packets<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Packets")
+            .field("offset", &(self.base + self.pos as u64))
+            .field(
+                "remaining",
+                &(self.chunk.len() - self.pos.min(self.chunk.len())),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 /// The slow path's view of a [`Packets`]: a copy of its position, so that
@@ -354,22 +365,68 @@ impl Slow<'_, '_> {
 /// What [`Packets`] yields.
 type Item = Result<(u64, Packet), Error>;
 
-/// Which inlined fast path `Packets::next` tries first.
-const LANE_SLOW: u8 = 0;
+/// A lane: the header classes of the fast paths usable in one parser
+/// state, indexed by header byte. An entry is [`GENERAL`] (out-of-line
+/// path), [`BRANCH`], [`CYCLE_BRANCH`], [`CYCLE_ATOM`], or else (at least
+/// `1 << 5`) a non cycle-accurate atom header's [`ATOM_TABLE`] entry.
+type Lane = &'static [u8; 256];
+
+/// Lane entry: decode with the out-of-line general path.
+const GENERAL: u8 = 0;
+/// Lane entry: branch address, not cycle-accurate.
+const BRANCH: u8 = 1;
+/// Lane entry: branch address, cycle-accurate.
+const CYCLE_BRANCH: u8 = 2;
+/// Lane entry: cycle-accurate atom.
+const CYCLE_ATOM: u8 = 3;
+const _: () = assert!(CYCLE_ATOM < 1 << 5);
+
+/// The lane of a synchronized parser at a packet boundary.
+const fn build_lane(cycle_accurate: bool) -> [u8; 256] {
+    let mut t = [GENERAL; 256];
+    let mut i = 0;
+    while i < 256 {
+        let header = i as u8;
+        t[i] = if header & 1 == 1 {
+            if cycle_accurate {
+                CYCLE_BRANCH
+            } else {
+                BRANCH
+            }
+        } else if header & 0x80 != 0 && cycle_accurate {
+            CYCLE_ATOM
+        } else {
+            // Reserved atom headers are 0: the general path reports them.
+            ATOM_TABLE[i]
+        };
+        i += 1;
+    }
+    t
+}
+
+/// Not synchronized, or a packet is carried over or pending: everything
+/// goes through the general path.
+static LANE_SLOW: [u8; 256] = [GENERAL; 256];
 /// Synchronized, not cycle-accurate.
-const LANE_PLAIN: u8 = 1;
+static LANE_PLAIN: [u8; 256] = build_lane(false);
 /// Synchronized, cycle-accurate.
-const LANE_CYCLES: u8 = 2;
+static LANE_CYCLES: [u8; 256] = build_lane(true);
 
 impl Parser {
-    /// The fast path usable in the current state.
-    fn lane(&self) -> u8 {
-        if self.mode != Mode::Synced || self.carry_len != 0 || self.pending.is_some() {
-            LANE_SLOW
+    /// Synchronized at a packet boundary, nothing carried over or pending:
+    /// the next packet can be decoded straight from the chunk.
+    fn at_boundary(&self) -> bool {
+        self.mode == Mode::Synced && self.carry_len == 0 && self.pending.is_none()
+    }
+
+    /// The lane usable in the current state.
+    fn lane(&self) -> Lane {
+        if !self.at_boundary() {
+            &LANE_SLOW
         } else if self.cfg.cycle_accurate() {
-            LANE_CYCLES
+            &LANE_CYCLES
         } else {
-            LANE_PLAIN
+            &LANE_PLAIN
         }
     }
 }
@@ -381,14 +438,13 @@ impl Iterator for Packets<'_> {
     /// everything else goes through an out-of-line call.
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
-        if self.lane == LANE_PLAIN {
-            let &header = self.chunk.get(self.pos)?;
+        if let Some(&header) = self.chunk.get(self.pos) {
             let offset = self.base.wrapping_add(self.pos as u64);
-            let entry = ATOM_TABLE[usize::from(header)];
-            if entry != 0 {
+            let class = self.lane[usize::from(header)];
+            if class >= 1 << 5 {
                 self.pos += 1;
                 self.packets += 1;
-                let atoms = Atoms::from_table(entry);
+                let atoms = Atoms::from_table(class);
                 return Some(Ok((
                     offset,
                     Packet::Atom {
@@ -397,31 +453,20 @@ impl Iterator for Packets<'_> {
                     },
                 )));
             }
-            if header & 1 == 1 {
-                if let Some(w) = self.word::<8>() {
-                    if let Some((len, packet)) = fast_branch(&mut self.parser.ctx, w, false) {
-                        self.pos += len;
-                        self.packets += 1;
-                        return Some(Ok((offset, packet)));
-                    }
-                }
-            }
-        } else if self.lane == LANE_CYCLES {
-            if let Some(w) = self.word::<16>() {
-                let offset = self.base.wrapping_add(self.pos as u64);
-                let header = w as u8;
-                let fast = if header & 0x81 == 0x80 {
-                    Some(fast_cycle_atom(w))
-                } else if header & 1 == 1 {
-                    fast_branch(&mut self.parser.ctx, w, true)
-                } else {
-                    None
-                };
-                if let Some((len, packet)) = fast {
-                    self.pos += len;
-                    self.packets += 1;
-                    return Some(Ok((offset, packet)));
-                }
+            let fast = match class {
+                BRANCH => self
+                    .word::<8>()
+                    .and_then(|w| fast_branch(&mut self.parser.ctx, w, false)),
+                CYCLE_BRANCH => self
+                    .word::<16>()
+                    .and_then(|w| fast_branch(&mut self.parser.ctx, w, true)),
+                CYCLE_ATOM => self.word::<16>().map(fast_cycle_atom),
+                _ => None,
+            };
+            if let Some((len, packet)) = fast {
+                self.pos += len;
+                self.packets += 1;
+                return Some(Ok((offset, packet)));
             }
         }
         let (pos, lane, item) = next_general(self.parser, self.chunk, self.base, self.pos);
@@ -453,8 +498,8 @@ fn next_general(
     chunk: &[u8],
     base: u64,
     pos: usize,
-) -> (usize, u8, Option<Item>) {
-    if parser.lane() != LANE_SLOW {
+) -> (usize, Lane, Option<Item>) {
+    if parser.at_boundary() {
         let rest = chunk.get(pos..).unwrap_or(&[]);
         let Some(&header) = rest.first() else {
             return (pos, parser.lane(), None);
@@ -539,10 +584,26 @@ impl Slow<'_, '_> {
 }
 
 impl Drop for Packets<'_> {
+    /// Small enough to inline: the iterator's fields are passed by value,
+    /// so the iterator itself never escapes and can live in registers.
+    #[inline]
     fn drop(&mut self) {
-        while self.next().is_some() {}
-        let p = &mut *self.parser;
-        p.stats.packets += self.packets;
-        p.stats.bytes_fed += self.chunk.len() as u64;
+        drain(self.parser, self.chunk, self.base, self.pos, self.packets);
     }
+}
+
+/// Parses what is left of a chunk whose iterator is dropped (nothing, when
+/// it was iterated to the end), discarding the items, and settles the
+/// counters.
+#[inline(never)]
+fn drain(parser: &mut Parser, chunk: &[u8], base: u64, mut pos: usize, packets: u64) {
+    loop {
+        let (next, _, item) = next_general(parser, chunk, base, pos);
+        pos = next;
+        if item.is_none() {
+            break;
+        }
+    }
+    parser.stats.packets += packets;
+    parser.stats.bytes_fed += chunk.len() as u64;
 }
