@@ -2,7 +2,7 @@
 
 use super::op::{Branch, InsnAtoms, Sync, SyncReason, Target, TraceOp};
 use crate::event::{Isa, TraceOnReason};
-use etm_packets::{Atom, Atoms, Isa as EIsa, Packet, Reason};
+use etm_packets::{Atoms, Isa as EIsa, PHeaderFormat, Packet, Reason};
 
 fn target(addr: u32, isa: EIsa) -> Target {
     Target {
@@ -16,30 +16,69 @@ fn target(addr: u32, isa: EIsa) -> Target {
 }
 
 /// Split a P-header's W atoms into those before the first instruction,
-/// before each later one, and after the last one.
+/// before each later one, and after the last one (counts saturate at 255).
+///
+/// This is the closed form of replaying the atoms in trace order
+/// ([`Atoms::iter`]) and counting the W runs, one per format: it runs once
+/// per P-header, and cycle-accurate streams are mostly P-headers, so it
+/// must not step through the W atoms one by one. The test
+/// `cycle_split_matches_the_atom_replay` checks it against the replay.
 fn cycles_of(a: &Atoms) -> (u8, u8, u8) {
-    let (mut first, mut each, mut run, mut seen) = (0u8, 0u8, 0u8, 0u32);
-    for atom in a.iter() {
-        match atom {
-            Atom::W => run = run.saturating_add(1),
-            Atom::E | Atom::N => {
-                match seen {
-                    0 => first = run,
-                    1 => each = run,
-                    _ => {}
-                }
-                seen += 1;
-                run = 0;
+    let total = u32::from(a.count) + u32::from(a.cycles);
+    match a.format {
+        // Cycle-accurate format 1 alternates W, E/N, W, E/N, ...: one W
+        // before each instruction, and a last unpaired W trails.
+        PHeaderFormat::Format1 if a.cycles > 0 => (
+            u8::from(total >= 2),
+            u8::from(total >= 4),
+            u8::from(total % 2 == 1),
+        ),
+        // Cycle-accurate format 2: one W, then the E/N atoms.
+        PHeaderFormat::Format2 if a.cycles > 0 => {
+            if total >= 2 {
+                (1, 0, 0)
+            } else {
+                (0, 0, 1)
             }
         }
+        // All W atoms first, then the E/N atoms.
+        PHeaderFormat::Format3 | PHeaderFormat::Format0 => {
+            if a.count > 0 {
+                (a.cycles, 0, 0)
+            } else {
+                (0, 0, a.cycles)
+            }
+        }
+        // No W atom.
+        _ => (0, 0, 0),
     }
-    (first, each, run)
 }
 
 /// The operation an ETMv3 packet stands for; `cycle_accurate` is the
 /// source's ETMCR bit 12.
 #[must_use]
 pub fn lower(packet: &Packet, cycle_accurate: bool) -> TraceOp {
+    // P-headers are most of a cycle-accurate stream: lowered here, without
+    // the setup that the other packet kinds need.
+    match packet {
+        Packet::Atoms(a) => TraceOp::InsnAtoms(insn_atoms(a, cycle_accurate)),
+        _ => lower_other(packet, cycle_accurate),
+    }
+}
+
+/// The operation of a P-header.
+#[inline]
+fn insn_atoms(a: &Atoms, cycle_accurate: bool) -> InsnAtoms {
+    InsnAtoms {
+        count: a.count.min(16),
+        executed: a.executed,
+        cycles: cycle_accurate.then(|| cycles_of(a)),
+    }
+}
+
+/// [`lower`], out of line for the packets other than P-headers.
+#[inline(never)]
+fn lower_other(packet: &Packet, cycle_accurate: bool) -> TraceOp {
     match *packet {
         Packet::ASync => TraceOp::ASync,
         Packet::ISync(s) if s.is_data_only() => TraceOp::Ignored,
@@ -57,11 +96,7 @@ pub fn lower(packet: &Packet, cycle_accurate: bool) -> TraceOp {
             cycles: s.cycle_count(),
             lsip: s.lsip().map(|l| l.address),
         }),
-        Packet::Atoms(a) => TraceOp::InsnAtoms(InsnAtoms {
-            count: a.count.min(16),
-            executed: a.executed,
-            cycles: cycle_accurate.then(|| cycles_of(&a)),
-        }),
+        Packet::Atoms(a) => TraceOp::InsnAtoms(insn_atoms(&a, cycle_accurate)),
         Packet::Branch(b) => TraceOp::Branch(Branch {
             target: target(b.address, b.isa),
             exception: b.exception.map_or(0, |e| e.number),
@@ -93,7 +128,45 @@ pub fn lower(packet: &Packet, cycle_accurate: bool) -> TraceOp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use etm_packets::PHeaderFormat;
+    use etm_packets::Atom;
+
+    /// The W runs counted by replaying the atoms in trace order.
+    fn cycles_by_replay(a: &Atoms) -> (u8, u8, u8) {
+        let (mut first, mut each, mut run, mut seen) = (0u8, 0u8, 0u8, 0u32);
+        for atom in a.iter() {
+            match atom {
+                Atom::W => run = run.saturating_add(1),
+                Atom::E | Atom::N => {
+                    match seen {
+                        0 => first = run,
+                        1 => each = run,
+                        _ => {}
+                    }
+                    seen += 1;
+                    run = 0;
+                }
+            }
+        }
+        (first, each, run)
+    }
+
+    #[test]
+    fn cycle_split_matches_the_atom_replay() {
+        use PHeaderFormat::*;
+        for format in [Format0, Format1, Format2, Format3, Format4] {
+            for count in 0..=20u8 {
+                for cycles in 0..=255u8 {
+                    let a = Atoms {
+                        format,
+                        count,
+                        executed: 0x5555,
+                        cycles,
+                    };
+                    assert_eq!(cycles_of(&a), cycles_by_replay(&a), "{a:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn cycle_split_follows_the_formats() {
