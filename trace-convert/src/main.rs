@@ -29,8 +29,11 @@ enum Command {
     ///   trace-convert packets --protocol etm --layout frames --cycle-accurate etb.bin
     #[command(verbatim_doc_comment)]
     Packets(PacketsArgs),
-    /// Decode the instruction flow: executed ranges, exceptions, context,
-    /// timestamps (schema of `--format jsonl` in trace_convert::decode::record).
+    /// Decode the executed instruction flow (JSONL schema in the README).
+    ///
+    /// Lists executed ranges, exceptions, context changes, timestamps and
+    /// addresses the memory image does not cover; --instructions lists
+    /// every instruction with its disassembly.
     ///
     /// Examples:
     ///   trace-convert decode ../shared/testdata/opencsd/tc2-ptm-rstk-t32
