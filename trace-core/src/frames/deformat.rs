@@ -59,7 +59,8 @@ pub struct DeformatStats {
 /// Splits a capture into per-source payload runs.
 ///
 /// Feed the capture in chunks of any size with [`Deformatter::feed`]; the
-/// events are the same whatever the chunk boundaries. Call
+/// events are the same whatever the chunk boundaries (in raw mode the bytes
+/// and their offsets are, though a run also ends at each chunk's end). Call
 /// [`Deformatter::finish`] at the end of the input.
 ///
 /// ```
@@ -108,7 +109,8 @@ impl Deformatter {
             frame_off: [0; FRAME_SIZE],
             fill: 0,
             offset: 0,
-            synced: matches!(mode, FrameMode::Memory),
+            // Raw input needs no frame alignment: it is never unsynchronized.
+            synced: matches!(mode, FrameMode::Memory | FrameMode::Raw { .. }),
             pair: [0; 2],
             pair_off: 0,
             pair_fill: 0,
