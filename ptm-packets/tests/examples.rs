@@ -1,6 +1,6 @@
 //! Worked examples: the trace sequences of PFT §5.2.3 (back-to-back
-//! exceptions) and byte sequences taken from real Cortex-A15 PTM captures,
-//! decoded by hand from the packet formats.
+//! exceptions) and short packet sequences modelled on real Cortex-A15 PTM
+//! captures, decoded by hand from the packet formats.
 
 #![allow(clippy::unwrap_used)]
 
