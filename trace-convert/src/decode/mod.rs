@@ -5,9 +5,9 @@ pub mod record;
 
 use crate::input::snapshot::Snapshot;
 use crate::input::source::CaptureSpec;
-use crate::packets::{demux_for, ReadError};
+use crate::packets::{stream_capture, ReadError};
 use std::collections::HashMap;
-use std::io::{self, Read};
+use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 use trace_core::decode::{Decoder, DecoderConfig};
@@ -16,9 +16,6 @@ use trace_core::event::{Event, EventKind};
 use trace_core::memory::{MemoryError, MemoryImage, MemoryMap, Space};
 
 pub use record::{write_event, EventFormat, EventRecord};
-
-/// Bytes read from a capture file at a time.
-const CHUNK: usize = 1 << 20;
 
 /// A `--mem FILE@ADDR` argument.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,35 +134,14 @@ pub fn decode_capture(
     mut memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
     mut each: impl FnMut(&Event) -> io::Result<()>,
 ) -> Result<DecodeSummary, ReadError> {
-    let mut demux = demux_for(spec)?;
     let mut decoders: HashMap<u8, Decoder> = HashMap::new();
-    let io_err = |source| ReadError::Io {
-        path: spec.path.clone(),
-        source,
-    };
-    let mut file = std::fs::File::open(&spec.path).map_err(io_err)?;
-    let mut buf = vec![0u8; CHUNK];
-    let mut items = Vec::new();
     let mut sink = Sink {
         counts: HashMap::new(),
         failure: None,
         each: &mut each,
     };
-    let mut done = false;
-    while !done {
-        let n = match file.read(&mut buf) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_err(e)),
-        };
-        items.clear();
-        if n == 0 {
-            demux.finish(&mut items);
-            done = true;
-        } else {
-            demux.feed(&buf[..n], &mut items);
-        }
-        for item in &items {
+    stream_capture(spec, |items| {
+        for item in items {
             match item {
                 Item::Packet { id, offset, packet } => {
                     let dec = match decoders.entry(*id) {
@@ -189,10 +165,10 @@ pub fn decode_capture(
                 _ => {}
             }
         }
-        if let Some(e) = sink.failure.take() {
-            return Err(ReadError::Output(e));
-        }
-    }
+        sink.failure
+            .take()
+            .map_or(Ok(()), |e| Err(ReadError::Output(e)))
+    })?;
     let mut ids: Vec<u8> = decoders.keys().copied().collect();
     ids.sort_unstable();
     for id in &ids {

@@ -73,8 +73,48 @@ pub fn demux_for(spec: &CaptureSpec) -> Result<Demux, InputError> {
     Ok(Demux::new(spec.layout, sources, any))
 }
 
+/// Read the capture of `spec` in chunks (memory stays bounded), handing
+/// each batch of demultiplexer items to `batch`; the last batch holds what
+/// the end of the input completes. Returns the demultiplexer, for its
+/// counters, and the number of bytes read.
+///
+/// # Errors
+///
+/// [`ReadError`] when the configuration is unusable, the file cannot be
+/// read, or `batch` fails.
+pub fn stream_capture(
+    spec: &CaptureSpec,
+    mut batch: impl FnMut(&[Item]) -> Result<(), ReadError>,
+) -> Result<(Demux, u64), ReadError> {
+    let mut demux = demux_for(spec)?;
+    let io_err = |source| ReadError::Io {
+        path: spec.path.clone(),
+        source,
+    };
+    let mut file = std::fs::File::open(&spec.path).map_err(io_err)?;
+    let mut buf = vec![0u8; CHUNK];
+    let mut items = Vec::new();
+    let mut bytes = 0u64;
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_err(e)),
+        };
+        bytes += n as u64;
+        items.clear();
+        demux.feed(&buf[..n], &mut items);
+        batch(&items)?;
+    }
+    items.clear();
+    demux.finish(&mut items);
+    batch(&items)?;
+    Ok((demux, bytes))
+}
+
 /// Read the capture of `spec` and hand every item to `each`, in capture
-/// order, reading the file in chunks so memory stays bounded.
+/// order.
 ///
 /// # Errors
 ///
@@ -84,30 +124,9 @@ pub fn read_capture(
     spec: &CaptureSpec,
     mut each: impl FnMut(&Item) -> io::Result<()>,
 ) -> Result<CaptureSummary, ReadError> {
-    let mut demux = demux_for(spec)?;
-    let io_err = |source| ReadError::Io {
-        path: spec.path.clone(),
-        source,
-    };
-    let mut file = std::fs::File::open(&spec.path).map_err(io_err)?;
-    let mut buf = vec![0u8; CHUNK];
-    let mut items = Vec::new();
     let mut summary = CaptureSummary::default();
-    loop {
-        let n = match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_err(e)),
-        };
-        summary.bytes += n as u64;
-        items.clear();
-        demux.feed(&buf[..n], &mut items);
-        deliver(&items, &mut summary, &mut each)?;
-    }
-    items.clear();
-    demux.finish(&mut items);
-    deliver(&items, &mut summary, &mut each)?;
+    let (demux, bytes) = stream_capture(spec, |items| deliver(items, &mut summary, &mut each))?;
+    summary.bytes = bytes;
     summary.sources = demux
         .ids()
         .into_iter()
