@@ -21,8 +21,12 @@ impl AtomicFile {
     /// # Errors
     ///
     /// The error of creating the temporary file (for example a missing
-    /// folder or no permission).
+    /// folder or no permission); an error too when `path` is an existing
+    /// directory, found here rather than at the final rename.
     pub fn create(path: &Path) -> io::Result<AtomicFile> {
+        if path.is_dir() {
+            return Err(io::Error::other("is a directory, not a file"));
+        }
         let name = path
             .file_name()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file name"))?;

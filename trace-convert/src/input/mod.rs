@@ -30,6 +30,16 @@ pub enum InputError {
     /// The snapshot holds no trace buffer.
     #[error("{0}: the snapshot names no trace buffer")]
     NoBuffers(PathBuf),
+    /// `--trace-id` names no source of the snapshot.
+    #[error("{path}: no source has trace ID {id:#04x}; the snapshot's sources are {present}")]
+    NoSuchTraceId {
+        /// The snapshot directory.
+        path: PathBuf,
+        /// The trace ID asked for.
+        id: u8,
+        /// The trace IDs and names the snapshot has, readable.
+        present: String,
+    },
     /// A source's registers do not describe a usable configuration.
     #[error("{name} (trace ID {id:#04x}): {reason}")]
     BadConfig {
@@ -67,6 +77,25 @@ pub fn resolve(path: &Path, flags: &SourceFlags) -> Result<Input, InputError> {
         let mut captures = CaptureSpec::from_snapshot(&snap);
         if captures.is_empty() {
             return Err(InputError::NoBuffers(path.to_path_buf()));
+        }
+        if let Some(id) = flags.trace_id {
+            let all: Vec<&SourceSpec> = captures.iter().flat_map(|c| &c.sources).collect();
+            if !all.iter().any(|s| s.id == id) {
+                let present = all
+                    .iter()
+                    .map(|s| format!("{:#04x} ({})", s.id, s.name))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(InputError::NoSuchTraceId {
+                    path: path.to_path_buf(),
+                    id,
+                    present: if present.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        present
+                    },
+                });
+            }
         }
         for cap in &mut captures {
             if let Some(id) = flags.trace_id {

@@ -169,35 +169,38 @@ impl MemoryMap {
         offset: u64,
         length: Option<u64>,
     ) -> Result<(), MemoryError> {
-        let data: Arc<[u8]> = std::fs::read(path)
-            .map_err(|source| MemoryError::Io {
-                path: path.to_path_buf(),
-                source,
-            })?
-            .into();
+        use std::io::{Read, Seek, SeekFrom};
+        let io = |source| MemoryError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
         let name = path.display().to_string();
-        let too_big = |what: &str| MemoryError::BadRegion {
-            name: name.clone(),
-            reason: format!("{what} does not fit this machine's address size"),
-        };
-        let start = usize::try_from(offset).map_err(|_| too_big("offset"))?;
-        let avail = data.len().saturating_sub(start);
-        let len = match length {
-            Some(l) => usize::try_from(l)
-                .map_err(|_| too_big("length"))?
-                .min(avail),
-            None => avail,
-        };
-        if start > data.len() {
+        let mut file = std::fs::File::open(path).map_err(io)?;
+        let size = file.metadata().map_err(io)?.len();
+        if offset > size {
+            return Err(MemoryError::BadRegion {
+                name,
+                reason: format!("offset {offset} is past the end of the {size}-byte file"),
+            });
+        }
+        // Only the bytes the region uses are read, and never more than the
+        // 32-bit address space above `base` can hold, whatever the file's
+        // or the description's size.
+        let room = (1u64 << 32) - u64::from(base);
+        let wanted = length.unwrap_or(u64::MAX).min(size - offset);
+        if wanted > room {
             return Err(MemoryError::BadRegion {
                 name,
                 reason: format!(
-                    "offset {offset} is past the end of the {}-byte file",
-                    data.len()
+                    "{wanted} bytes at {base:#010x} go past the end of the 32-bit address space"
                 ),
             });
         }
-        self.add(Region::new(name, base, space, data, start, len)?);
+        file.seek(SeekFrom::Start(offset)).map_err(io)?;
+        let mut bytes = Vec::new();
+        file.take(wanted).read_to_end(&mut bytes).map_err(io)?;
+        let len = bytes.len();
+        self.add(Region::new(name, base, space, bytes.into(), 0, len)?);
         Ok(())
     }
 

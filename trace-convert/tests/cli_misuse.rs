@@ -1,0 +1,193 @@
+//! Command-line misuse: each mistake gives one clear line on stderr and
+//! its own exit code (README, "Exit codes"), and never leaves a partial
+//! output file under the final name.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const USAGE: i32 = 2;
+const INPUT: i32 = 3;
+const CONFIG: i32 = 4;
+const OUTPUT: i32 = 5;
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_trace-convert"))
+        .args(args)
+        .output()
+        .expect("run trace-convert")
+}
+
+fn stderr_lines(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The run failed with `code`, and its one error line mentions `needle`.
+fn fails(out: &Output, code: i32, needle: &str) {
+    let lines = stderr_lines(out);
+    assert_eq!(out.status.code(), Some(code), "{lines:?}");
+    let errors: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.starts_with("trace-convert: ") || l.starts_with("error: "))
+        .collect();
+    assert_eq!(errors.len(), 1, "one error line: {lines:?}");
+    assert!(
+        errors[0].contains(needle),
+        "`{}` should mention `{needle}`",
+        errors[0]
+    );
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cli-misuse-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn rstk() -> Option<String> {
+    test_support::opencsd_dir().map(|d| d.join("tc2-ptm-rstk-t32").display().to_string())
+}
+
+#[test]
+fn unknown_flag_and_bad_values_are_usage_errors() {
+    fails(&run(&["decode", "--bogus", "x"]), USAGE, "--bogus");
+    fails(
+        &run(&["packets", "--trace-id", "banana", "x"]),
+        USAGE,
+        "banana",
+    );
+    fails(
+        &run(&["decode", "--mem", "code.bin", "x"]),
+        USAGE,
+        "FILE@ADDRESS",
+    );
+    fails(&run(&["no-such-command"]), USAGE, "no-such-command");
+}
+
+#[test]
+fn missing_input_is_an_input_error() {
+    fails(
+        &run(&["decode", "/nonexistent/capture"]),
+        INPUT,
+        "/nonexistent/capture",
+    );
+    fails(
+        &run(&["packets", "/nonexistent/capture"]),
+        INPUT,
+        "/nonexistent/capture",
+    );
+}
+
+#[test]
+fn missing_or_unreadable_elf_is_an_input_error() {
+    let Some(input) = rstk() else {
+        return;
+    };
+    fails(
+        &run(&["decode", &input, "--elf", "/nonexistent/app.elf"]),
+        INPUT,
+        "/nonexistent/app.elf",
+    );
+    let dir = scratch("elf");
+    let not_elf = dir.join("notes.txt");
+    std::fs::write(&not_elf, "not an ELF file\n").expect("write");
+    let arg = not_elf.display().to_string();
+    fails(&run(&["decode", &input, "--elf", &arg]), INPUT, &arg);
+}
+
+#[test]
+fn trace_id_not_in_the_snapshot_is_a_configuration_error() {
+    let Some(dir) = test_support::opencsd_dir() else {
+        return;
+    };
+    let tc2 = dir.join("TC2").display().to_string();
+    fails(
+        &run(&["decode", &tc2, "--trace-id", "0x55"]),
+        CONFIG,
+        "0x55",
+    );
+    fails(
+        &run(&["packets", &tc2, "--trace-id", "0x55"]),
+        CONFIG,
+        "0x55",
+    );
+}
+
+#[test]
+fn capture_file_without_protocol_is_a_configuration_error() {
+    let dir = scratch("proto");
+    let f = dir.join("trace.bin");
+    std::fs::write(&f, [0u8; 64]).expect("write");
+    fails(
+        &run(&["decode", &f.display().to_string()]),
+        CONFIG,
+        "--protocol",
+    );
+}
+
+fn no_file_named(dir: &Path, name: &str) {
+    let left: Vec<String> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !left.iter().any(|n| n == name),
+        "{name} must not exist: {left:?}"
+    );
+}
+
+#[test]
+fn unwritable_output_is_an_output_error_and_leaves_no_file() {
+    let Some(input) = rstk() else {
+        return;
+    };
+    // A folder that does not exist.
+    fails(
+        &run(&["decode", &input, "-o", "/nonexistent/dir/out.txt"]),
+        OUTPUT,
+        "/nonexistent/dir/out.txt",
+    );
+    // A path whose parent is a file.
+    let dir = scratch("out");
+    let file = dir.join("plain");
+    std::fs::write(&file, "x").expect("write");
+    let under_file = file.join("out.txt").display().to_string();
+    fails(
+        &run(&["packets", &input, "-o", &under_file]),
+        OUTPUT,
+        &under_file,
+    );
+    // A directory as the output file.
+    let d = dir.display().to_string();
+    fails(&run(&["decode", &input, "-o", &d]), OUTPUT, &d);
+    no_file_named(&dir, "out.txt");
+}
+
+#[test]
+fn failed_decode_leaves_no_partial_output() {
+    let Some(input) = rstk() else {
+        return;
+    };
+    let dir = scratch("partial");
+    let out = dir.join("events.jsonl");
+    // The ELF error comes after the output was opened: still nothing under
+    // the final name, and no temporary file left behind.
+    let res = run(&[
+        "decode",
+        &input,
+        "--format",
+        "jsonl",
+        "-o",
+        &out.display().to_string(),
+        "--elf",
+        "/nonexistent/app.elf",
+    ]);
+    assert_eq!(res.status.code(), Some(INPUT));
+    let left: Vec<_> = std::fs::read_dir(&dir).expect("dir").collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -1,0 +1,43 @@
+//! Raw memory files (`--mem`, snapshot dumps): only the bytes a region
+//! uses are read, and regions must fit the 32-bit address space.
+
+use trace_core::memory::{MemoryImage, MemoryMap, Space};
+
+fn scratch(name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("raw-files-{}-{name}.bin", std::process::id()));
+    std::fs::write(&p, bytes).expect("write");
+    p
+}
+
+#[test]
+fn a_declared_length_beyond_the_file_uses_the_file() {
+    let bytes: Vec<u8> = (0..=255u8).collect();
+    let f = scratch("len", &bytes);
+    let mut map = MemoryMap::new();
+    map.add_file(&f, 0x1000, Space::Any, 16, Some(u64::from(u32::MAX)))
+        .expect("clamped to the file");
+    let mut buf = [0u8; 4];
+    assert_eq!(map.read(Space::Any, 0x1000, &mut buf), 4);
+    assert_eq!(buf, [16, 17, 18, 19]);
+    // The region ends where the file does: 240 bytes.
+    assert_eq!(map.read(Space::Any, 0x1000 + 238, &mut buf), 2);
+    let _ = std::fs::remove_file(f);
+}
+
+#[test]
+fn offset_past_the_file_and_regions_past_4_gib_are_errors() {
+    let f = scratch("end", &[0u8; 4096]);
+    let mut map = MemoryMap::new();
+    let err = map
+        .add_file(&f, 0x1000, Space::Any, 5000, None)
+        .expect_err("offset past the end");
+    assert!(err.to_string().contains("past the end"), "{err}");
+    let err = map
+        .add_file(&f, 0xFFFF_FF00, Space::Any, 0, None)
+        .expect_err("past 4 GiB");
+    assert!(err.to_string().contains("32-bit address space"), "{err}");
+    // Exactly up to the top of the address space is fine.
+    map.add_file(&f, 0xFFFF_F000, Space::Any, 0, None)
+        .expect("fits");
+    let _ = std::fs::remove_file(f);
+}
