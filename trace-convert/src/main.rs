@@ -10,12 +10,35 @@ use trace_convert::input::{self, InputError};
 use trace_convert::output::AtomicFile;
 use trace_convert::packets::{self, ListFormat, ReadError};
 
-/// Decode CoreSight ETMv3 and PTM (PFT) program trace.
+mod convert_cli;
+use convert_cli::ConvertArgs;
+
+/// Decode CoreSight ETMv3 and PTM (PFT) program trace and convert it into
+/// timelines, flame graphs and coverage.
+///
+/// Without a subcommand, converts a capture into any combination of
+/// outputs in one decoding pass:
+///
+///   trace-convert snapshot_dir --chrome trace.json --perfetto trace.pftrace
+///   trace-convert PTM_0_2.bin --protocol ptm --elf app.elf --lcov app.info --folded app.folded
+///   trace-convert snapshot_dir --out-dir out          (every format into out/)
+///   trace-convert snapshot_dir --save-events ev.bin   (decode once...)
+///   trace-convert --from-events ev.bin --lcov app.info --elf app.elf   (...convert later)
+///
+/// With no arguments at all, converts the bundled example into ./out/.
 #[derive(Debug, Parser)]
-#[command(version, about, long_about = None)]
+#[command(
+    version,
+    about,
+    verbatim_doc_comment,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    #[command(flatten)]
+    convert: ConvertArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -41,6 +64,14 @@ enum Command {
     ///   trace-convert decode --protocol ptm --mem code.bin@0x80000000 PTM_0_2.bin
     #[command(verbatim_doc_comment)]
     Decode(DecodeArgs),
+    /// Convert into timelines, flame graphs and coverage (the same as
+    /// giving the arguments without a subcommand).
+    ///
+    /// Examples:
+    ///   trace-convert convert TC2 --chrome tc2.json --folded tc2.folded
+    ///   trace-convert convert app.snapshot --elf app.elf --out-dir out
+    #[command(verbatim_doc_comment)]
+    Convert(ConvertArgs),
 }
 
 #[derive(Debug, Args)]
@@ -108,6 +139,13 @@ struct InputArgs {
     /// A snapshot directory (snapshot.ini) or a capture file.
     #[arg(value_name = "SNAPSHOT_DIR|FILE")]
     path: PathBuf,
+    #[command(flatten)]
+    source: SourceArgs,
+}
+
+/// How a capture file was configured (refines a snapshot's registers).
+#[derive(Debug, Args)]
+struct SourceArgs {
     /// Protocol of a capture file (required without a snapshot).
     #[arg(long, value_enum)]
     protocol: Option<ProtocolArg>,
@@ -174,6 +212,12 @@ fn parse_u8(s: &str) -> Result<u8, String> {
 
 impl InputArgs {
     fn flags(&self) -> SourceFlags {
+        self.source.flags()
+    }
+}
+
+impl SourceArgs {
+    fn flags(&self) -> SourceFlags {
         let on = |b: bool| b.then_some(true);
         SourceFlags {
             protocol: self.protocol.map(|p| match p {
@@ -211,6 +255,7 @@ impl InputArgs {
 
 /// Exit codes (documented in the README).
 mod exit {
+    pub const USAGE: u8 = 2;
     pub const INPUT: u8 = 3;
     pub const CONFIG: u8 = 4;
     pub const OUTPUT: u8 = 5;
@@ -354,7 +399,7 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
             for (name, why) in &capture.skipped {
                 eprintln!("trace-convert: {name}: not decoded: {why}");
             }
-            let only = args.input.trace_id;
+            let only = args.input.source.trace_id;
             let by_id: HashMap<u8, Arc<dyn MemoryImage>> = capture
                 .sources
                 .iter()
@@ -397,7 +442,9 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
-        Command::Packets(args) => run_packets(args),
-        Command::Decode(args) => run_decode(args),
+        Some(Command::Packets(args)) => run_packets(args),
+        Some(Command::Decode(args)) => run_decode(args),
+        Some(Command::Convert(args)) => convert_cli::run(args),
+        None => convert_cli::run(&cli.convert),
     }
 }

@@ -8,10 +8,15 @@ use std::path::{Path, PathBuf};
 /// into place by [`AtomicFile::commit`]. Dropped without a commit, the
 /// temporary file is removed, so an interrupted or failed run never leaves
 /// a partial file under the final name.
+///
+/// An existing path that is not a regular file (`/dev/null`, a named pipe,
+/// a terminal) is written directly: renaming over it would replace the
+/// device or pipe with a plain file.
 #[derive(Debug)]
 pub struct AtomicFile {
     path: PathBuf,
-    tmp: PathBuf,
+    /// The temporary file, or `None` when writing a special file directly.
+    tmp: Option<PathBuf>,
     writer: Option<BufWriter<File>>,
 }
 
@@ -27,6 +32,14 @@ impl AtomicFile {
         if path.is_dir() {
             return Err(io::Error::other("is a directory, not a file"));
         }
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            let file = std::fs::OpenOptions::new().write(true).open(path)?;
+            return Ok(AtomicFile {
+                path: path.to_path_buf(),
+                tmp: None,
+                writer: Some(BufWriter::with_capacity(1 << 16, file)),
+            });
+        }
         let name = path
             .file_name()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file name"))?;
@@ -37,7 +50,7 @@ impl AtomicFile {
         let file = File::create(&tmp)?;
         Ok(AtomicFile {
             path: path.to_path_buf(),
-            tmp,
+            tmp: Some(tmp),
             writer: Some(BufWriter::with_capacity(1 << 16, file)),
         })
     }
@@ -48,11 +61,17 @@ impl AtomicFile {
     ///
     /// The error of flushing, syncing or renaming.
     pub fn commit(mut self) -> io::Result<()> {
-        if let Some(w) = self.writer.take() {
-            let file = w.into_inner().map_err(io::IntoInnerError::into_error)?;
-            file.sync_all()?;
+        let Some(w) = self.writer.take() else {
+            return Ok(());
+        };
+        let file = w.into_inner().map_err(io::IntoInnerError::into_error)?;
+        match &self.tmp {
+            Some(tmp) => {
+                file.sync_all()?;
+                std::fs::rename(tmp, &self.path)
+            }
+            None => Ok(()),
         }
-        std::fs::rename(&self.tmp, &self.path)
     }
 }
 
@@ -75,7 +94,9 @@ impl Write for AtomicFile {
 impl Drop for AtomicFile {
     fn drop(&mut self) {
         if self.writer.take().is_some() {
-            let _ = std::fs::remove_file(&self.tmp);
+            if let Some(tmp) = &self.tmp {
+                let _ = std::fs::remove_file(tmp);
+            }
         }
     }
 }
@@ -112,5 +133,23 @@ mod tests {
     #[test]
     fn missing_folder_is_an_error() {
         assert!(AtomicFile::create(Path::new("/nonexistent-dir-xyz/out.json")).is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn special_files_are_written_in_place() {
+        use std::os::unix::fs::FileTypeExt;
+        let null = Path::new("/dev/null");
+        if !std::fs::metadata(null).is_ok_and(|m| m.file_type().is_char_device()) {
+            return;
+        }
+        let mut f = AtomicFile::create(null).expect("open /dev/null");
+        f.write_all(&[0u8; 100_000]).expect("write");
+        f.commit().expect("commit");
+        let m = std::fs::metadata(null).expect("still there");
+        assert!(
+            m.file_type().is_char_device(),
+            "/dev/null is still a device"
+        );
     }
 }

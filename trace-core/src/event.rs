@@ -9,6 +9,7 @@
 use crate::memory::{MemoryImage, Space};
 
 /// Instruction set of a range of code.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Isa {
     /// A32 (ARM state).
@@ -48,6 +49,7 @@ impl Isa {
 }
 
 /// What the last instruction of a range is, as far as program flow goes.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum InsnClass {
     /// Not a branch (the range ended for another reason: an atom per
@@ -95,6 +97,7 @@ impl InsnClass {
 
 /// Consecutive instructions executed (or, for the last one, possibly
 /// failing its condition) between two trace-visible points.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Range {
     /// Address of the first instruction.
@@ -222,6 +225,7 @@ impl Iterator for Instructions<'_> {
 }
 
 /// Why tracing (re)started.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TraceOnReason {
     /// First synchronization, or trace enabled by the filter (TraceEnable).
@@ -246,6 +250,7 @@ impl TraceOnReason {
 
 /// Why the decoded flow has a hole, or why decoding stopped until the next
 /// synchronization point.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GapReason {
     /// The code at `addr` is an UNDEFINED encoding (wrong memory image,
@@ -298,6 +303,7 @@ impl GapReason {
 }
 
 /// Processor context after a synchronization or change.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Context {
     /// Non-secure state.
@@ -315,6 +321,7 @@ pub struct Context {
 }
 
 /// What happened.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EventKind {
     /// Instructions executed.
@@ -386,6 +393,7 @@ impl EventKind {
 }
 
 /// One decoded event.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Event {
     /// Offset in the capture of the packet that produced the event.

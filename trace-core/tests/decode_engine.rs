@@ -709,3 +709,46 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn lost_packets_forget_the_return_stack() {
+    // BL 0x1020 pushes 0x1014; then packets are lost, and trace resumes
+    // with an I-sync at 0x1020. The BX lr there, traced by an E atom
+    // alone, was predicted by the processor's return stack, whose state
+    // after the lost packets nobody knows: an unknown target, not 0x1014.
+    let mut d = ptm(true);
+    let mut ev = Vec::new();
+    let mut out = |e| ev.push(e);
+    d.run_op(0, &isync(0x1010, Isa::A32), &mut out);
+    d.run_op(1, &atoms("E"), &mut out);
+    d.packet_error(2, &mut out);
+    // A periodic I-sync: by itself it keeps the return stack.
+    let periodic = match isync(0x1020, Isa::A32) {
+        TraceOp::Sync(s) => TraceOp::Sync(Sync {
+            reason: SyncReason::Periodic,
+            ..s
+        }),
+        op => op,
+    };
+    d.run_op(3, &periodic, &mut out);
+    d.run_op(4, &atoms("E"), &mut out);
+    d.finish(&mut out);
+    assert!(
+        ev.iter()
+            .any(|e| e.offset == 2 && e.kind == EventKind::Gap(GapReason::PacketError)),
+        "{ev:?}"
+    );
+    let after: Vec<&Event> = ev.iter().filter(|e| e.offset == 4).collect();
+    assert!(
+        after.iter().any(|e| matches!(
+            e.kind,
+            EventKind::Gap(GapReason::UnknownTarget { addr: 0x1024 })
+        )),
+        "{after:?}"
+    );
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e.kind, EventKind::Range(r) if r.start == 0x1014)),
+        "no code decoded from a stale return address: {ev:?}"
+    );
+}

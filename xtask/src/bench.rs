@@ -1,39 +1,101 @@
-//! `cargo xtask bench`: throughput of packet parsing and full decode on
-//! large inputs built from the real captures, printed as one table.
+//! `cargo xtask bench`: throughput of packet parsing, full decode (one
+//! thread and all threads), the CLI end to end with its peak memory, and
+//! the CLI's start-up time, printed as one table.
 //!
-//! Inputs: the raw PTM capture of tc2-ptm-rstk-t32 repeated (it starts
-//! with A-sync + I-sync and ends in a debug halt, so copies chain), and the
-//! TC2 ETMv3 stream of trace ID 0x10 from its first to its last A-sync,
-//! repeated. Each figure is the best of several runs; a plain byte-sum over
-//! the same input, measured in the same run, is the baseline the ratios
-//! refer to. This is a measurement, not a test: nothing is asserted.
+//! Inputs, built from the real captures: the raw PTM capture of
+//! tc2-ptm-rstk-t32 repeated (it starts with A-sync + I-sync and ends in a
+//! debug halt, so copies chain); the TC2 ETMv3 stream of trace ID 0x10 from
+//! its first to its last A-sync, repeated; and the whole TC2 formatted
+//! buffer repeated as sessions (several sources, formatted). Throughput
+//! figures are the best of several runs; a plain byte sum over the same
+//! input, measured in the same run, is the baseline the ratios refer to.
+//! This is a measurement, not a test: nothing is asserted.
+//!
+//! Options: `--size-mb N` (size of the in-memory inputs, default 64),
+//! `--file-mb N` (size of the capture files that the library and the CLI
+//! decode in a child process, whose peak memory is reported; default 256),
+//! `--cli-mb N` (size of the files the CLI lists as JSON Lines; default 16),
+//! `--runs N` (default 5), `--jobs N` (threads of the parallel rows,
+//! default all), `--only TEXT` (only the rows whose name contains TEXT,
+//! e.g. for a profiler).
 
 use std::hint::black_box;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use trace_convert::decode::{memory_for, ExtraMemory};
+use trace_convert::decode::parallel::{decode_parallel, DecodeOptions};
+use trace_convert::decode::{decode_sequential, memory_for, ExtraMemory};
+use trace_convert::input::source::CaptureSpec;
 use trace_convert::input::{flags::SourceFlags, resolve, Input};
 use trace_core::decode::{Decoder, DecoderConfig};
 use trace_core::demux::{AnyPacket, SourceConfig};
-use trace_core::event::EventKind;
+use trace_core::event::{Event, EventKind};
 use trace_core::frames::{Deformatter, FrameEvent, FrameMode};
 use trace_core::memory::MemoryImage;
 
-const RUNS: usize = 5;
 const CHUNK: usize = 1 << 20;
 
-/// Best wall time of `RUNS` runs of `f`, and its last result.
-fn best<T>(mut f: impl FnMut() -> T) -> (Duration, T) {
+/// Command-line options.
+struct Opts {
+    size: usize,
+    file_size: usize,
+    cli_size: usize,
+    runs: usize,
+    jobs: usize,
+    only: Option<String>,
+}
+
+impl Opts {
+    fn parse(args: &[String]) -> Result<Opts, String> {
+        let value = |name: &str| {
+            args.iter()
+                .position(|a| a == name)
+                .and_then(|i| args.get(i + 1))
+        };
+        let number = |name: &str, default: usize| -> Result<usize, String> {
+            value(name).map_or(Ok(default), |v| {
+                v.parse().map_err(|e| format!("{name} {v}: {e}"))
+            })
+        };
+        Ok(Opts {
+            size: number("--size-mb", 64)? << 20,
+            file_size: number("--file-mb", 256)? << 20,
+            cli_size: number("--cli-mb", 16)? << 20,
+            runs: number("--runs", 5)?.max(1),
+            jobs: number("--jobs", 0)?,
+            only: value("--only").cloned(),
+        })
+    }
+
+    fn wants(&self, what: &str) -> bool {
+        self.only.as_ref().is_none_or(|o| what.contains(o.as_str()))
+    }
+}
+
+/// Throughput (MB/s) of a plain byte sum over `bytes`: the baseline.
+fn byte_sum_base(runs: usize, bytes: &[u8]) -> f64 {
+    let (t, _) = best(runs, || {
+        black_box(
+            bytes
+                .iter()
+                .fold(0u64, |a, &b| a.wrapping_add(u64::from(b))),
+        )
+    });
+    mb_s(bytes.len(), t)
+}
+
+/// Best wall time of `runs` runs of `f`, and its last result.
+fn best<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
     let mut best = Duration::MAX;
     let mut out = None;
-    for _ in 0..RUNS {
+    for _ in 0..runs {
         let t = Instant::now();
         let r = f();
         best = best.min(t.elapsed());
         out = Some(r);
     }
-    (best, out.expect("RUNS > 0"))
+    (best, out.expect("runs > 0"))
 }
 
 fn repeat(unit: &[u8], size: usize) -> Vec<u8> {
@@ -44,11 +106,16 @@ fn repeat(unit: &[u8], size: usize) -> Vec<u8> {
     v
 }
 
+/// One line of the table.
 struct Row {
     what: String,
     bytes: usize,
     time: Duration,
     instructions: Option<u64>,
+    /// Byte-sum throughput of the same input (MB/s).
+    base: f64,
+    /// Free text (memory, speed-up).
+    note: String,
 }
 
 fn mb_s(bytes: usize, t: Duration) -> f64 {
@@ -83,7 +150,7 @@ fn parse(cfg: SourceConfig, bytes: &[u8]) -> u64 {
 fn decode(id: u8, cfg: SourceConfig, mem: &Arc<dyn MemoryImage>, bytes: &[u8]) -> u64 {
     let mut d = Decoder::new(DecoderConfig::new(id, &cfg), Arc::clone(mem));
     let mut n = 0u64;
-    let mut sink = |e: trace_core::event::Event| {
+    let mut sink = |e: Event| {
         if let EventKind::Range(r) = e.kind {
             n += u64::from(r.count);
         }
@@ -146,105 +213,552 @@ fn etm_unit(capture: &[u8], id: u8) -> Vec<u8> {
     payload[first..last.max(first)].to_vec()
 }
 
+/// Decode a capture file with the library (all sources); returns
+/// instructions.
+fn decode_file(input: &Input, spec: &CaptureSpec, jobs: Option<usize>) -> Result<u64, String> {
+    let mut n = 0u64;
+    let memory = |name: &str| -> Arc<dyn MemoryImage> {
+        Arc::new(
+            memory_for(input.snapshot.as_ref(), name, &ExtraMemory::default()).unwrap_or_default(),
+        )
+    };
+    // The whole event is read, as a real consumer does (a consumer that
+    // reads one field lets the compiler skip building the others).
+    let count = |e: &Event| {
+        black_box(e);
+        if let EventKind::Range(r) = e.kind {
+            n += u64::from(r.count);
+        }
+        Ok(())
+    };
+    match jobs {
+        None => decode_sequential(spec, memory, count).map(|_| ()),
+        Some(jobs) => decode_parallel(spec, memory, &DecodeOptions::with_jobs(jobs), count)
+            .map(|(_, stats)| eprintln!("{stats:?}")),
+    }
+    .map_err(|e| e.to_string())?;
+    Ok(n)
+}
+
+/// A copy of snapshot `src` in `dir` whose trace buffer file is `unit`
+/// repeated up to `size` bytes (the other files are copied); returns the
+/// copy and its buffer's path.
+fn snapshot_with(
+    src: &Path,
+    dir: &Path,
+    unit: &[u8],
+    size: usize,
+) -> Result<(PathBuf, PathBuf), String> {
+    use std::io::Write;
+    let input = resolve(src, &SourceFlags::default()).map_err(|e| e.to_string())?;
+    let buffer = input
+        .captures
+        .first()
+        .map(|c| c.path.clone())
+        .ok_or("no capture")?;
+    let name = src.file_name().ok_or("snapshot name")?;
+    let out = dir.join(name);
+    std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
+    let mut big = PathBuf::new();
+    for entry in std::fs::read_dir(src).map_err(|e| e.to_string())? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        let Some(file) = path.file_name().filter(|_| path.is_file()) else {
+            continue;
+        };
+        let target = out.join(file);
+        if Some(file) == buffer.file_name() {
+            let f = std::fs::File::create(&target).map_err(|e| e.to_string())?;
+            let mut w = std::io::BufWriter::new(f);
+            let mut written = 0;
+            while written < size.max(1) {
+                w.write_all(unit).map_err(|e| e.to_string())?;
+                written += unit.len().max(1);
+            }
+            w.flush().map_err(|e| e.to_string())?;
+            big = target;
+        } else {
+            std::fs::copy(&path, &target).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok((out, big))
+}
+
+/// `cargo xtask bench-decode DIR JOBS`: decode the snapshot `DIR` with the
+/// library on `JOBS` threads (1: the one-thread decoder), counting
+/// instructions; run by the benchmark as a child process so that its peak
+/// memory can be read.
+pub fn child(args: &[String]) -> Result<(), String> {
+    let dir = args.first().ok_or("bench-decode DIR JOBS")?;
+    let jobs: usize = args
+        .get(1)
+        .ok_or("bench-decode DIR JOBS")?
+        .parse()
+        .map_err(|e| format!("JOBS: {e}"))?;
+    let input = resolve(Path::new(dir), &SourceFlags::default()).map_err(|e| e.to_string())?;
+    let spec = input.captures.first().ok_or("no capture")?;
+    let n = decode_file(&input, spec, (jobs > 1).then_some(jobs))?;
+    // CPU time of this (the calling) thread and of the whole process, in
+    // clock ticks: how the work was spread over the threads.
+    let ticks = |path: &str| {
+        std::fs::read_to_string(path).ok().and_then(|s| {
+            let rest = s.rsplit_once(')')?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+        })
+    };
+    eprintln!(
+        "cpu ticks: calling thread {:?}, process {:?}",
+        ticks("/proc/thread-self/stat"),
+        ticks("/proc/self/stat")
+    );
+    println!("{n}");
+    Ok(())
+}
+
+/// Run the CLI once: wall time and peak resident memory (bytes, from the
+/// child's `VmHWM`, sampled until it exits).
+fn run_cli(bin: &Path, args: &[&str], input: &Path) -> Result<(Duration, u64), String> {
+    run_child(bin, args, input, &[], false).map(|(t, p, _)| (t, p))
+}
+
+/// Run `bin args input tail`: wall time and peak resident memory.
+fn run_child(
+    bin: &Path,
+    args: &[&str],
+    input: &Path,
+    tail: &[&str],
+    output: bool,
+) -> Result<(Duration, u64, String), String> {
+    use std::io::Read;
+    let t = Instant::now();
+    let mut child = Command::new(bin)
+        .args(args)
+        .arg(input)
+        .args(tail)
+        .stdout(if output {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", bin.display()))?;
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0u64;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&status) {
+            if let Some(kb) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            {
+                peak = peak.max(kb * 1024);
+            }
+        }
+        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
+            let elapsed = t.elapsed();
+            if !st.success() {
+                return Err(format!("{} {args:?} failed: {st}", bin.display()));
+            }
+            let mut text = String::new();
+            if let Some(mut out) = child.stdout.take() {
+                out.read_to_string(&mut text).map_err(|e| e.to_string())?;
+            }
+            return Ok((elapsed, peak, text));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// The release `trace-convert` binary beside this one, built if needed.
+fn cli_binary() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let bin = exe.with_file_name("trace-convert");
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--quiet", "--release", "-p", "trace-convert"])
+        .current_dir(crate::root())
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() || !bin.is_file() {
+        return Err(format!("cannot build {}", bin.display()));
+    }
+    Ok(bin)
+}
+
+/// Rows of the output sinks: the corpus program `example` (T32, with its
+/// ELF and DWARF) encoded as cycle-accurate PTM with the return stack,
+/// repeated to a quarter of the in-memory size, decoded and converted
+/// through each sink into files under `dir`; each row also gives its cost
+/// against the decode alone.
+fn sink_rows(opts: &Opts, dir: &Path, rows: &mut Vec<Row>) -> Result<(), String> {
+    use trace_convert::chrome::ChromeSink;
+    use trace_convert::convert::{ConvertOptions, Converter};
+    use trace_convert::folded::{FoldedSink, Weight};
+    use trace_convert::formats::coverage::LcovOptions;
+    use trace_convert::output::AtomicFile;
+    use trace_convert::sink::lcov::LcovSink;
+    use trace_convert::sink::perfetto::PerfettoSink;
+    use trace_convert::symbols::Symbolizer;
+    use trace_core::memory::{MemoryMap, Space};
+    use trace_encode::{write_repeated, Encoding, Flow, PtmOptions};
+
+    if !opts.wants("sink") {
+        return Ok(());
+    }
+    let fixtures = crate::root().join("corpus/fixtures");
+    let elf = fixtures.join("example-t.elf");
+    let text = std::fs::read_to_string(fixtures.join("example-t.flow"))
+        .map_err(|e| format!("corpus fixture: {e}"))?;
+    let flow = Flow::parse(&text).map_err(|e| e.to_string())?;
+    let mut map = MemoryMap::new();
+    map.add_elf(&elf, Space::Any).map_err(|e| e.to_string())?;
+    let ptm = PtmOptions {
+        return_stack: true,
+        cycle_accurate: true,
+        ..PtmOptions::default()
+    };
+    let mut bytes = Vec::new();
+    write_repeated(
+        &flow.items,
+        &map,
+        &Encoding::Ptm(ptm.clone()),
+        (opts.size / 4) as u64,
+        &mut bytes,
+    )
+    .map_err(|e| e.to_string())?;
+    let regs = ptm.regs().map_err(|e| e.to_string())?;
+    let cfg = SourceConfig::Ptm(ptm.config().map_err(|e| e.to_string())?);
+    let mem: Arc<dyn MemoryImage> = Arc::new(map);
+    let symbols = Symbolizer::from_elves(std::slice::from_ref(&elf)).map_err(|e| e.to_string())?;
+    let clock = ConvertOptions::default().clock_for_etmcr(&[regs.etmcr]);
+    let base = byte_sum_base(opts.runs, &bytes);
+
+    // Decode alone: parse, decode, count.
+    let (alone, insns) = best(opts.runs, || decode(0x10, cfg, &mem, &bytes));
+    rows.push(Row {
+        what: "sinks input: decode alone (example, PTM)".into(),
+        bytes: bytes.len(),
+        time: alone,
+        instructions: Some(insns),
+        base,
+        note: String::new(),
+    });
+    let out = |name: &str| AtomicFile::create(&dir.join(name)).map_err(|e| e.to_string());
+    for set in [
+        &["stacks"][..],
+        &["folded"],
+        &["chrome"],
+        &["perfetto"],
+        &["lcov"],
+        &["perfetto", "lcov"],
+        &["chrome", "perfetto", "lcov", "folded"],
+    ] {
+        let mut failure = None;
+        let (time, _) = best(opts.runs, || {
+            let run = || -> Result<(), String> {
+                let mut conv = Converter::new(&symbols, clock, 1024);
+                for &s in set {
+                    match s {
+                        "folded" => conv.add_sink(Box::new(FoldedSink::new(
+                            out("b.folded")?,
+                            Weight::Instructions,
+                        ))),
+                        "chrome" => conv.add_sink(Box::new(ChromeSink::new(out("b.json")?))),
+                        "perfetto" => {
+                            conv.add_sink(Box::new(PerfettoSink::new(out("b.pftrace")?)));
+                        }
+                        "lcov" => conv.add_sink(Box::new(LcovSink::new(
+                            out("b.info")?,
+                            Arc::clone(&mem),
+                            &symbols,
+                            LcovOptions::default(),
+                        ))),
+                        _ => {}
+                    }
+                }
+                let mut d = Decoder::new(DecoderConfig::new(0x10, &cfg), Arc::clone(&mem));
+                let mut err = None;
+                let mut each = |e: Event| {
+                    if err.is_none() {
+                        err = conv.event(&e, Some(&*mem)).err();
+                    }
+                };
+                if let SourceConfig::Ptm(c) = cfg {
+                    let mut p = ptm_packets::Parser::new(c);
+                    for chunk in bytes.chunks(CHUNK) {
+                        for (off, pkt) in p.feed(chunk).flatten() {
+                            d.push(off, &AnyPacket::Ptm(pkt), &mut each);
+                        }
+                    }
+                }
+                d.finish(&mut each);
+                if let Some(e) = err {
+                    return Err(e.to_string());
+                }
+                conv.finish().map(|_| ()).map_err(|e| e.to_string())
+            };
+            if let Err(e) = run() {
+                failure = Some(e);
+            }
+        });
+        if let Some(e) = failure {
+            return Err(format!("sink bench: {e}"));
+        }
+        let what = if set == ["stacks"] {
+            "convert: call stacks and clock, no output".to_owned()
+        } else {
+            format!("convert: {}", set.join(" + "))
+        };
+        rows.push(Row {
+            what,
+            bytes: bytes.len(),
+            time,
+            instructions: Some(insns),
+            base,
+            note: format!(
+                "{:.2}x the decode alone",
+                time.as_secs_f64() / alone.as_secs_f64()
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Run the benchmark suite.
 pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
-    let size_mb: usize = args
-        .iter()
-        .position(|a| a == "--size-mb")
-        .and_then(|i| args.get(i + 1))
-        .map_or(Ok(64), |v| v.parse())
-        .map_err(|e| format!("--size-mb: {e}"))?;
-    let size = size_mb << 20;
+    let opts = Opts::parse(args)?;
+    let size = opts.size;
+    let jobs = if opts.jobs == 0 {
+        std::thread::available_parallelism().map_or(1, usize::from)
+    } else {
+        opts.jobs
+    };
     if !dir.is_dir() {
         return Err(format!(
             "{} not found: the benchmark inputs come from it",
             dir.display()
         ));
     }
-    let mut rows = Vec::new();
+    let tmp = TempDir::new()?;
+    let mut rows: Vec<Row> = Vec::new();
+    let sum = |bytes: &[u8]| byte_sum_base(opts.runs, bytes);
 
     // PTM, raw capture repeated.
-    let rstk = resolve(&dir.join("tc2-ptm-rstk-t32"), &SourceFlags::default())
-        .map_err(|e| e.to_string())?;
+    let rstk_dir = dir.join("tc2-ptm-rstk-t32");
+    let rstk = resolve(&rstk_dir, &SourceFlags::default()).map_err(|e| e.to_string())?;
     let (ptm_cfg, ptm_mem) = source(&rstk, 2)?;
     let unit = std::fs::read(&rstk.captures[0].path).map_err(|e| e.to_string())?;
     let ptm = repeat(&unit, size);
+    let ptm_base = sum(&ptm);
 
-    // ETMv3, TC2 trace ID 0x10 repeated.
-    let tc2 = resolve(&dir.join("TC2"), &SourceFlags::default()).map_err(|e| e.to_string())?;
+    // ETMv3, TC2 trace ID 0x10 repeated; and the TC2 buffer as sessions.
+    let tc2_dir = dir.join("TC2");
+    let tc2 = resolve(&tc2_dir, &SourceFlags::default()).map_err(|e| e.to_string())?;
     let (etm_cfg, etm_mem) = source(&tc2, 0x10)?;
     let capture = std::fs::read(&tc2.captures[0].path).map_err(|e| e.to_string())?;
     let etm = repeat(&etm_unit(&capture, 0x10), size);
+    let etm_base = sum(&etm);
+    let sessions = repeat(&capture, size);
+    let sessions_base = sum(&sessions);
 
-    for (name, bytes) in [("PTM", &ptm), ("ETMv3", &etm)] {
-        let (t, _) = best(|| {
-            black_box(
-                bytes
-                    .iter()
-                    .fold(0u64, |a, &b| a.wrapping_add(u64::from(b))),
-            )
-        });
-        rows.push(Row {
-            what: format!("baseline: byte sum, {name} input"),
-            bytes: bytes.len(),
-            time: t,
-            instructions: None,
-        });
+    rows.push(Row {
+        what: "baseline: byte sum".into(),
+        bytes: ptm.len(),
+        time: Duration::from_secs_f64(ptm.len() as f64 / ptm_base / 1e6),
+        instructions: None,
+        base: ptm_base,
+        note: String::new(),
+    });
+    for (name, cfg, bytes, base) in [
+        ("PTM", ptm_cfg, &ptm, ptm_base),
+        ("ETMv3", etm_cfg, &etm, etm_base),
+    ] {
+        let what = format!("{name} packet parsing");
+        if opts.wants(&what) {
+            let (t, n) = best(opts.runs, || parse(cfg, bytes));
+            rows.push(Row {
+                what,
+                bytes: bytes.len(),
+                time: t,
+                instructions: None,
+                base,
+                note: format!("{:.1} M packets/s", n as f64 / t.as_secs_f64() / 1e6),
+            });
+        }
     }
-    let (t, n) = best(|| parse(ptm_cfg, &ptm));
-    rows.push(Row {
-        what: format!("PTM packet parsing ({n} packets)"),
-        bytes: ptm.len(),
-        time: t,
-        instructions: None,
-    });
-    let (t, n) = best(|| parse(etm_cfg, &etm));
-    rows.push(Row {
-        what: format!("ETMv3 packet parsing ({n} packets)"),
-        bytes: etm.len(),
-        time: t,
-        instructions: None,
-    });
-    let (t, n) = best(|| decode(2, ptm_cfg, &ptm_mem, &ptm));
-    rows.push(Row {
-        what: "PTM full decode (parse + decode)".into(),
-        bytes: ptm.len(),
-        time: t,
-        instructions: Some(n),
-    });
-    let (t, n) = best(|| decode(0x10, etm_cfg, &etm_mem, &etm));
-    rows.push(Row {
-        what: "ETMv3 full decode (parse + decode)".into(),
-        bytes: etm.len(),
-        time: t,
-        instructions: Some(n),
-    });
+    for (name, id, cfg, mem, bytes, base) in [
+        ("PTM", 2u8, ptm_cfg, &ptm_mem, &ptm, ptm_base),
+        ("ETMv3", 0x10, etm_cfg, &etm_mem, &etm, etm_base),
+    ] {
+        let what = format!("{name} decode, 1 thread (engine)");
+        if opts.wants(&what) {
+            let (t, n) = best(opts.runs, || decode(id, cfg, mem, bytes));
+            rows.push(Row {
+                what,
+                bytes: bytes.len(),
+                time: t,
+                instructions: Some(n),
+                base,
+                note: String::new(),
+            });
+        }
+    }
 
-    println!("inputs: {size_mb} MiB each, best of {RUNS} runs, one thread");
+    // Whole captures from files, decoded by trace-convert's library in a
+    // child process (for its peak memory): one thread, then all.
+    let (ptm_snap, ptm_file) = snapshot_with(&rstk_dir, &tmp.0, &unit, opts.file_size)?;
+    let (tc2_snap, tc2_file) = snapshot_with(&tc2_dir, &tmp.0, &capture, opts.file_size)?;
+    drop((ptm, etm, sessions));
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    for (name, snap, file, base) in [
+        ("PTM raw file", &ptm_snap, &ptm_file, ptm_base),
+        ("TC2 sessions file", &tc2_snap, &tc2_file, sessions_base),
+    ] {
+        let bytes = std::fs::metadata(file).map_or(0, |m| m.len()) as usize;
+        let mut one = None;
+        for threads in [1, jobs] {
+            let what = format!("{name} decode, {threads} thread(s)");
+            if !opts.wants(&what) || (threads == 1 && one.is_some()) {
+                continue;
+            }
+            let mut time = Duration::MAX;
+            let mut peak = 0;
+            let mut insns = None;
+            for _ in 0..opts.runs.min(3) {
+                let n = threads.to_string();
+                let (t, p, out) = run_child(&me, &["bench-decode"], snap, &[&n], true)?;
+                time = time.min(t);
+                peak = peak.max(p);
+                insns = out.trim().parse().ok();
+            }
+            let speedup = match one {
+                Some(t1) if threads > 1 => {
+                    format!(
+                        ", {:.2}x one thread",
+                        Duration::as_secs_f64(&t1) / time.as_secs_f64()
+                    )
+                }
+                _ => String::new(),
+            };
+            one.get_or_insert(time);
+            rows.push(Row {
+                what,
+                bytes,
+                time,
+                instructions: insns,
+                base,
+                note: format!("peak RSS {:.1} MB{speedup}", peak as f64 / 1e6),
+            });
+        }
+    }
+
+    sink_rows(&opts, &tmp.0, &mut rows)?;
+
+    // The CLI end to end, and its start-up on the small real captures.
+    if opts.wants("CLI") {
+        let bin = cli_binary()?;
+        let cli_dir = tmp.0.join("cli");
+        let (ptm_snap, ptm_file) = snapshot_with(&rstk_dir, &cli_dir, &unit, opts.cli_size)?;
+        let (tc2_snap, tc2_file) = snapshot_with(&tc2_dir, &cli_dir, &capture, opts.cli_size)?;
+        for (name, snap, file, base) in [
+            ("PTM raw", &ptm_snap, &ptm_file, ptm_base),
+            ("TC2 sessions", &tc2_snap, &tc2_file, sessions_base),
+        ] {
+            let bytes = std::fs::metadata(file).map_or(0, |m| m.len()) as usize;
+            let mut time = Duration::MAX;
+            let mut peak = 0;
+            for _ in 0..opts.runs.min(3) {
+                let (t, p) = run_cli(&bin, &["decode", "--format", "jsonl"], snap)?;
+                time = time.min(t);
+                peak = peak.max(p);
+            }
+            rows.push(Row {
+                what: format!("CLI decode --format jsonl, {name}"),
+                bytes,
+                time,
+                instructions: None,
+                base,
+                note: format!("peak RSS {:.1} MB", peak as f64 / 1e6),
+            });
+        }
+        for (name, snap) in [("TC2", &tc2_dir), ("tc2-ptm-rstk-t32", &rstk_dir)] {
+            let mut times = Vec::new();
+            let mut peak = 0;
+            for _ in 0..11 {
+                let (t, p) = run_cli(&bin, &["decode", "--format", "jsonl"], snap)?;
+                times.push(t);
+                peak = peak.max(p);
+            }
+            times.sort_unstable();
+            let bytes = resolve(snap, &SourceFlags::default())
+                .ok()
+                .and_then(|i| i.captures.first().map(|c| c.path.clone()))
+                .and_then(|p| std::fs::metadata(p).ok())
+                .map_or(0, |m| m.len() as usize);
+            rows.push(Row {
+                what: format!("CLI start-up + decode, {name} (median of 11)"),
+                bytes,
+                time: times[times.len() / 2],
+                instructions: None,
+                base: 0.0,
+                note: format!("peak RSS {:.1} MB", peak as f64 / 1e6),
+            });
+        }
+    }
+
+    print(&opts, jobs, &rows);
+    Ok(())
+}
+
+fn print(opts: &Opts, jobs: usize, rows: &[Row]) {
     println!(
-        "{:<44} {:>10} {:>12} {:>14}",
-        "what", "MB/s", "M insn/s", "vs byte sum"
+        "inputs: {} MiB in memory, {} MiB files, {} MiB for the CLI; best of {} runs \
+         (children: of up to 3); {jobs} threads in the parallel rows",
+        opts.size >> 20,
+        opts.file_size >> 20,
+        opts.cli_size >> 20,
+        opts.runs
     );
-    let base_ptm = mb_s(rows[0].bytes, rows[0].time);
-    let base_etm = mb_s(rows[1].bytes, rows[1].time);
-    for r in &rows {
+    println!(
+        "{:<50} {:>10} {:>9} {:>10} {:>10}  note",
+        "what", "time", "MB/s", "M insn/s", "vs sum"
+    );
+    for r in rows {
         let mbs = mb_s(r.bytes, r.time);
-        let base = if r.what.contains("ETMv3") {
-            base_etm
-        } else {
-            base_ptm
-        };
         let insn = r.instructions.map_or_else(
             || "-".to_owned(),
             |n| format!("{:.1}", n as f64 / r.time.as_secs_f64() / 1e6),
         );
+        let ratio = if r.base > 0.0 {
+            format!("{:.3}x", mbs / r.base)
+        } else {
+            "-".to_owned()
+        };
         println!(
-            "{:<44} {:>10.1} {:>12} {:>13.2}x",
+            "{:<50} {:>8.1}ms {:>9.1} {:>10} {:>10}  {}",
             r.what,
+            r.time.as_secs_f64() * 1e3,
             mbs,
             insn,
-            mbs / base
+            ratio,
+            r.note
         );
     }
-    Ok(())
+}
+
+/// A temporary directory for the input files, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Result<TempDir, String> {
+        let dir = std::env::temp_dir().join(format!("xtask-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        Ok(TempDir(dir))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }

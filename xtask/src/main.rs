@@ -8,10 +8,17 @@
 //!   instruction against ARM DS-5's dumps.
 //! - `bench`: packet parsing and full decode throughput on large inputs
 //!   built from the real captures.
+//! - `gen-corpus`: build the programs in `corpus/` and record their
+//!   emulated flow and expected coverage; `check-corpus` reruns the
+//!   emulator on the committed ELFs and compares.
+//! - `gen-example`: encode the corpus program `example` into the bundled
+//!   example snapshot that `trace-convert` decodes without arguments.
 
 mod bench;
 mod conformance;
 mod conformance_decode;
+mod corpus;
+mod example;
 mod listing;
 
 use std::path::{Path, PathBuf};
@@ -26,9 +33,14 @@ fn main() -> ExitCode {
         }
         Some("conformance") => conformance::run(&testdata_dir(), &args[1..]),
         Some("bench") => bench::run(&testdata_dir(), &args[1..]),
+        Some("bench-decode") => bench::child(&args[1..]),
+        Some("gen-corpus") => corpus::generate().and_then(|()| example::generate()),
+        Some("gen-example") => example::generate(),
+        Some("check-corpus") => corpus::check(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | conformance [--decode] [--verbose] | bench [--size-mb N]>"
+                "usage: cargo xtask <ci | conformance [--decode] [--verbose] | bench [--size-mb N] \
+                 | gen-corpus | gen-example | check-corpus [--qemu]>"
             );
             return ExitCode::from(2);
         }
@@ -80,5 +92,18 @@ fn ci() -> Result<(), String> {
     ])?;
     conformance::run(&testdata_dir(), &[])?;
     conformance_decode::run(&testdata_dir(), false)?;
+    corpus_check_or_skip()?;
     cargo(&["test", "--workspace"])
+}
+
+/// Rerun the emulator over the committed corpus; without the Python
+/// modules it needs, say so and go on, except under CI.
+fn corpus_check_or_skip() -> Result<(), String> {
+    match corpus::check(&[]) {
+        Err(e) if e.contains("cannot import") && std::env::var_os("CI").is_none() => {
+            eprintln!("xtask: skipping check-corpus: {e}");
+            Ok(())
+        }
+        other => other,
+    }
 }

@@ -1,12 +1,12 @@
 //! Decoding captures into instruction-flow events: memory images for each
 //! source, one [`Decoder`] per trace ID, and the `decode` listing.
 
+pub mod parallel;
 pub mod record;
 
 use crate::input::snapshot::Snapshot;
 use crate::input::source::CaptureSpec;
 use crate::packets::{stream_capture, ReadError};
-use std::collections::HashMap;
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,6 +15,7 @@ use trace_core::demux::Item;
 use trace_core::event::{Event, EventKind};
 use trace_core::memory::{MemoryError, MemoryImage, MemoryMap, Space};
 
+pub use parallel::{decode_capture_with, DecodeOptions};
 pub use record::{write_event, EventFormat, EventRecord};
 
 /// A `--mem FILE@ADDR` argument.
@@ -121,9 +122,40 @@ pub struct SourceCounts {
     pub gaps: u64,
 }
 
+impl SourceCounts {
+    /// Count one event.
+    #[inline]
+    pub fn count(&mut self, e: &Event) {
+        self.events += 1;
+        match e.kind {
+            EventKind::Range(r) => {
+                self.ranges += 1;
+                self.instructions += u64::from(r.count);
+            }
+            EventKind::AddrNacc { .. } => self.nacc += 1,
+            EventKind::Gap(_) => self.gaps += 1,
+            _ => {}
+        }
+    }
+
+    /// Add another's counts.
+    pub fn add(&mut self, other: &SourceCounts) {
+        self.events += other.events;
+        self.ranges += other.ranges;
+        self.instructions += other.instructions;
+        self.nacc += other.nacc;
+        self.gaps += other.gaps;
+    }
+}
+
 /// Decode the capture of `spec`, each source against the image `memory`
 /// returns for it (by source name), handing every event to `each` in
 /// capture order per trace ID.
+///
+/// Large captures are decoded on all available threads
+/// ([`decode_capture_with`] with the default [`DecodeOptions`]); the events
+/// and their order are the same either way, and `each` is always called
+/// on the calling thread.
 ///
 /// # Errors
 ///
@@ -131,12 +163,25 @@ pub struct SourceCounts {
 /// read, or `each` fails.
 pub fn decode_capture(
     spec: &CaptureSpec,
+    memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
+    each: impl FnMut(&Event) -> io::Result<()>,
+) -> Result<DecodeSummary, ReadError> {
+    decode_capture_with(spec, memory, &DecodeOptions::default(), each)
+}
+
+/// [`decode_capture`] on the calling thread only.
+///
+/// # Errors
+///
+/// As [`decode_capture`].
+pub fn decode_sequential(
+    spec: &CaptureSpec,
     mut memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
     mut each: impl FnMut(&Event) -> io::Result<()>,
 ) -> Result<DecodeSummary, ReadError> {
-    let mut decoders: HashMap<u8, Decoder> = HashMap::new();
+    let mut decoders: Vec<Option<Decoder>> = (0..256).map(|_| None).collect();
     let mut sink = Sink {
-        counts: HashMap::new(),
+        counts: vec![SourceCounts::default(); 256],
         failure: None,
         each: &mut each,
     };
@@ -144,21 +189,22 @@ pub fn decode_capture(
         for item in items {
             match item {
                 Item::Packet { id, offset, packet } => {
-                    let dec = match decoders.entry(*id) {
-                        std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-                        std::collections::hash_map::Entry::Vacant(v) => {
+                    let slot = &mut decoders[usize::from(*id)];
+                    let dec = match slot {
+                        Some(d) => d,
+                        None => {
                             let Some(src) = spec.source(*id) else {
                                 continue;
                             };
                             let cfg = DecoderConfig::new(*id, &src.config()?)
                                 .with_etmccer(src.regs.etmccer);
-                            v.insert(Decoder::new(cfg, memory(&src.name)))
+                            slot.insert(Decoder::new(cfg, memory(&src.name)))
                         }
                     };
                     dec.push(*offset, packet, &mut |e| sink.on(e));
                 }
                 Item::Error { id, error } => {
-                    if let Some(dec) = decoders.get_mut(id) {
+                    if let Some(dec) = decoders[usize::from(*id)].as_mut() {
                         dec.packet_error(error.offset(), &mut |e| sink.on(e));
                     }
                 }
@@ -169,12 +215,11 @@ pub fn decode_capture(
             .take()
             .map_or(Ok(()), |e| Err(ReadError::Output(e)))
     })?;
-    let mut ids: Vec<u8> = decoders.keys().copied().collect();
-    ids.sort_unstable();
-    for id in &ids {
-        if let Some(dec) = decoders.get_mut(id) {
-            dec.finish(&mut |e| sink.on(e));
-        }
+    let ids: Vec<u8> = (0u8..=255)
+        .filter(|&id| decoders[usize::from(id)].is_some())
+        .collect();
+    for dec in decoders.iter_mut().flatten() {
+        dec.finish(&mut |e| sink.on(e));
     }
     if let Some(e) = sink.failure.take() {
         return Err(ReadError::Output(e));
@@ -183,30 +228,30 @@ pub fn decode_capture(
     Ok(DecodeSummary {
         sources: ids
             .into_iter()
-            .map(|id| (id, counts.get(&id).copied().unwrap_or_default()))
+            .map(|id| (id, counts[usize::from(id)]))
             .collect(),
     })
 }
 
-struct Sink<'a, F: FnMut(&Event) -> io::Result<()>> {
-    counts: HashMap<u8, SourceCounts>,
-    failure: Option<io::Error>,
-    each: &'a mut F,
+pub(crate) struct Sink<'a, F: FnMut(&Event) -> io::Result<()>> {
+    /// Per trace ID.
+    pub(crate) counts: Vec<SourceCounts>,
+    pub(crate) failure: Option<io::Error>,
+    pub(crate) each: &'a mut F,
 }
 
 impl<F: FnMut(&Event) -> io::Result<()>> Sink<'_, F> {
-    fn on(&mut self, e: Event) {
-        let c = self.counts.entry(e.id).or_default();
-        c.events += 1;
-        match e.kind {
-            EventKind::Range(r) => {
-                c.ranges += 1;
-                c.instructions += u64::from(r.count);
-            }
-            EventKind::AddrNacc { .. } => c.nacc += 1,
-            EventKind::Gap(_) => c.gaps += 1,
-            _ => {}
+    #[inline]
+    pub(crate) fn on(&mut self, e: Event) {
+        if let Some(c) = self.counts.get_mut(usize::from(e.id)) {
+            c.count(&e);
         }
+        self.deliver(e);
+    }
+
+    /// Hand `e` on without counting it.
+    #[inline]
+    pub(crate) fn deliver(&mut self, e: Event) {
         if self.failure.is_none() {
             if let Err(err) = (self.each)(&e) {
                 self.failure = Some(err);

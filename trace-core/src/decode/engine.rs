@@ -18,7 +18,7 @@ pub enum Flavor {
 }
 
 /// Where execution is.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Pc {
     addr: u32,
     isa: Isa,
@@ -53,6 +53,26 @@ pub struct Engine {
     /// (false) edge: link the block found at the PC to it.
     link: Option<(u32, bool)>,
     /// Instruction set of the last known position.
+    cur_isa: Isa,
+    /// Started at an I-sync in the middle of the trace: the state right
+    /// after that I-sync, to be checked against the real one.
+    entry: Option<FlowState>,
+}
+
+/// The engine state that decides what later operations emit, except the
+/// return stack (which [`Engine::join`] checks on its own terms), the
+/// block cache (a memo of the memory image) and the counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowState {
+    pc: Option<Pc>,
+    synced: bool,
+    started: bool,
+    ns: bool,
+    hyp: bool,
+    context_id: Option<u32>,
+    vmid: Option<u8>,
+    pending: Option<Event>,
+    link: Option<(u32, bool)>,
     cur_isa: Isa,
 }
 
@@ -97,7 +117,68 @@ impl Engine {
             ignored: 0,
             link: None,
             cur_isa: Isa::A32,
+            entry: None,
         }
+    }
+
+    /// The state that decides what later operations emit.
+    pub fn flow_state(&self) -> FlowState {
+        FlowState {
+            pc: self.pc,
+            synced: self.synced,
+            started: self.started,
+            ns: self.ns,
+            hyp: self.hyp,
+            context_id: self.context_id,
+            vmid: self.vmid,
+            pending: self.pending,
+            link: self.link,
+            cur_isa: self.cur_isa,
+        }
+    }
+
+    /// Join the trace at the I-sync `sync` (at `offset`) of a trace already
+    /// under way, whose context ID and VMID before the I-sync were
+    /// `context_id` and `vmid`; the I-sync's own events are dropped (they
+    /// belong to the decoder before it). The return stack continues an
+    /// unknown one. [`Engine::join`] later checks this start against the
+    /// real state.
+    pub fn start_at_sync(
+        &mut self,
+        offset: u64,
+        sync: &Sync,
+        context_id: Option<u32>,
+        vmid: Option<u8>,
+    ) {
+        self.started = true;
+        self.synced = true;
+        self.context_id = context_id;
+        self.vmid = vmid;
+        self.run(offset, &TraceOp::Sync(*sync), &mut |_| {});
+        self.rstack.continue_unknown();
+        self.entry = Some(self.flow_state());
+    }
+
+    /// Whether this engine, started with [`Engine::start_at_sync`], has
+    /// emitted exactly what an engine continuing `prev` would have, `prev`
+    /// having run every operation up to and including that I-sync. If so,
+    /// take over `prev`'s return stack and counters, so that this engine's
+    /// state is the real one, and return `true`. The check: the state
+    /// right after the I-sync equals `prev`'s, and no pop reached below
+    /// this engine's own return-stack entries unless `prev`'s stack was
+    /// empty too (a pop of an empty stack gives the same result either
+    /// way).
+    pub fn join(&mut self, prev: &Engine) -> bool {
+        let Some(entry) = self.entry else {
+            return false;
+        };
+        if entry != prev.flow_state() || (self.rstack.underflowed() && !prev.rstack.is_empty()) {
+            return false;
+        }
+        self.rstack.rebase(&prev.rstack);
+        self.ignored += prev.ignored;
+        self.entry = None;
+        true
     }
 
     /// Packets that did not affect the flow (data trace, triggers, ...).
@@ -193,6 +274,11 @@ impl Engine {
     /// address packet or I-sync.
     pub fn lose_sync<F: FnMut(Event)>(&mut self, offset: u64, out: &mut F) {
         self.flush(out);
+        // Packets were lost: the calls and returns among them changed the
+        // processor's return stack in ways nobody knows, so the model's
+        // entries would give wrong return addresses; a return predicted
+        // by the hardware now shows as an unknown target instead.
+        self.rstack.clear();
         if self.pc.take().is_some() {
             out(self.ev(offset, EventKind::Gap(GapReason::PacketError)));
         }
@@ -619,5 +705,80 @@ fn range_of(
         executed,
         cycles,
         space,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::MemoryMap;
+
+    fn engine() -> Engine {
+        Engine::new(1, Flavor::Ptm, true, false, Arc::new(MemoryMap::new()))
+    }
+
+    fn sync(addr: u32, context_id: Option<u32>) -> Sync {
+        Sync {
+            target: Target {
+                addr,
+                isa: Some(Isa::A32),
+            },
+            ns: false,
+            hyp: false,
+            context_id,
+            reason: SyncReason::Periodic,
+            cycles: None,
+            lsip: None,
+        }
+    }
+
+    /// `prev` ran up to and including the I-sync; the part started at it.
+    fn pair(prev_ctx: Option<u32>, part_ctx: Option<u32>) -> (Engine, Engine) {
+        let mut prev = engine();
+        prev.run(0, &TraceOp::ContextId(7), &mut |_| {});
+        if prev_ctx != Some(7) {
+            prev.context_id = prev_ctx;
+        }
+        prev.run(10, &TraceOp::Sync(sync(0x8000, None)), &mut |_| {});
+        let mut part = engine();
+        part.start_at_sync(10, &sync(0x8000, None), part_ctx, None);
+        (prev, part)
+    }
+
+    #[test]
+    fn join_accepts_the_same_state_and_rejects_another() {
+        let (prev, mut part) = pair(Some(7), Some(7));
+        assert!(part.join(&prev));
+        let (prev, mut part) = pair(Some(7), Some(8));
+        assert!(!part.join(&prev), "context ID differs");
+        // An I-sync to a state the decoder cannot follow keeps the
+        // instruction set from before it.
+        let mut jazelle = sync(0x8000, None);
+        jazelle.target.isa = None;
+        let mut prev = engine();
+        prev.cur_isa = Isa::T32;
+        prev.run(10, &TraceOp::Sync(jazelle), &mut |_| {});
+        let mut part = engine();
+        part.start_at_sync(10, &jazelle, None, None);
+        assert!(!part.join(&prev), "instruction set differs");
+    }
+
+    #[test]
+    fn join_rejects_a_pop_below_the_part_when_the_stack_was_not_empty() {
+        let (mut prev, mut part) = pair(Some(7), Some(7));
+        prev.rstack.push(0x9000, Isa::A32);
+        assert_eq!(part.rstack.pop(), None);
+        assert!(!part.join(&prev));
+        // With an empty stack before, the pop's result was right.
+        let (prev, mut part) = pair(Some(7), Some(7));
+        assert_eq!(part.rstack.pop(), None);
+        assert!(part.join(&prev));
+        // Pushes since the I-sync go on top of the real stack.
+        let (mut prev, mut part) = pair(Some(7), Some(7));
+        prev.rstack.push(0x9000, Isa::A32);
+        part.rstack.push(0xA000, Isa::T32);
+        assert!(part.join(&prev));
+        assert_eq!(part.rstack.pop(), Some((0xA000, Isa::T32)));
+        assert_eq!(part.rstack.pop(), Some((0x9000, Isa::A32)));
     }
 }

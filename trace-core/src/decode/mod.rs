@@ -137,4 +137,132 @@ impl Decoder {
     pub fn ignored(&self) -> u64 {
         self.engine.ignored()
     }
+
+    /// The operation `packet` stands for in this source.
+    fn lower(&self, packet: &AnyPacket) -> TraceOp {
+        match (packet, self.cfg.source) {
+            (AnyPacket::Ptm(p), SourceConfig::Ptm(_)) => lower_ptm::lower(p),
+            (AnyPacket::Etm(p), SourceConfig::Etm(_)) => {
+                lower_etm::lower(p, self.etm_cycle_accurate)
+            }
+            _ => TraceOp::Ignored,
+        }
+    }
+
+    /// A decoder that joins a trace already under way at the I-sync
+    /// `packet` (at `offset`), for decoding a trace in independent parts.
+    /// `before` is the context the packets before the I-sync set
+    /// ([`SyncPoints`] tracks it). The I-sync's own events are not
+    /// emitted: they belong to the decoder that runs up to and including
+    /// it. Returns `None` when `packet` is not an I-sync of this source.
+    ///
+    /// Its events are the ones the decoder of the whole trace emits only
+    /// if [`Decoder::join`] says so.
+    #[must_use]
+    pub fn at_sync(
+        cfg: DecoderConfig,
+        memory: Arc<dyn MemoryImage>,
+        before: SyncContext,
+        offset: u64,
+        packet: &AnyPacket,
+    ) -> Option<Decoder> {
+        let mut d = Decoder::new(cfg, memory);
+        let TraceOp::Sync(sync) = d.lower(packet) else {
+            return None;
+        };
+        d.engine
+            .start_at_sync(offset, &sync, before.context_id, before.vmid);
+        Some(d)
+    }
+
+    /// For a decoder made by [`Decoder::at_sync`] that has since run
+    /// packets: whether it emitted exactly what `prev` would have emitted
+    /// for them, where `prev` is the decoder of the trace before, having
+    /// run every packet up to and including that I-sync. When it did, this
+    /// decoder takes over `prev`'s return stack and counters (its state is
+    /// then the whole trace's) and `true` is returned; otherwise nothing
+    /// changes, and the packets must be run again on `prev`.
+    ///
+    /// The check compares the state right after the I-sync (position,
+    /// instruction set, security state, context, held-back event) with
+    /// `prev`'s, and requires that no return-stack pop reached below the
+    /// entries pushed since the I-sync unless `prev`'s stack is empty.
+    pub fn join(&mut self, prev: &Decoder) -> bool {
+        self.cfg == prev.cfg && self.engine.join(&prev.engine)
+    }
+}
+
+/// The context (context ID, VMID) that packets set, as the decoder would
+/// follow it: it changes only with packets, never with the program flow.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SyncContext {
+    /// Last context ID.
+    pub context_id: Option<u32>,
+    /// Last VMID.
+    pub vmid: Option<u8>,
+}
+
+/// Finds the I-syncs at which a source's packet stream can be split into
+/// parts decoded independently ([`Decoder::at_sync`]), and tracks the
+/// context each part starts with.
+#[derive(Debug, Clone)]
+pub struct SyncPoints {
+    source: SourceConfig,
+    etm_cycle_accurate: bool,
+    context: SyncContext,
+}
+
+impl SyncPoints {
+    /// For a source configured as `cfg`.
+    #[must_use]
+    pub fn new(cfg: &DecoderConfig) -> SyncPoints {
+        SyncPoints {
+            source: cfg.source,
+            etm_cycle_accurate: matches!(cfg.source, SourceConfig::Etm(c) if c.cycle_accurate()),
+            context: SyncContext::default(),
+        }
+    }
+
+    /// Follow the next packet of the source. Returns the context before it
+    /// when the packet is an I-sync a part can start at.
+    #[inline]
+    pub fn observe(&mut self, packet: &AnyPacket) -> Option<SyncContext> {
+        let op = match (packet, self.source) {
+            (
+                AnyPacket::Ptm(
+                    p @ (ptm_packets::Packet::ISync(_)
+                    | ptm_packets::Packet::ContextId(_)
+                    | ptm_packets::Packet::Vmid(_)),
+                ),
+                SourceConfig::Ptm(_),
+            ) => lower_ptm::lower(p),
+            (
+                AnyPacket::Etm(
+                    p @ (etm_packets::Packet::ISync(_)
+                    | etm_packets::Packet::ContextId(_)
+                    | etm_packets::Packet::Vmid(_)),
+                ),
+                SourceConfig::Etm(_),
+            ) => lower_etm::lower(p, self.etm_cycle_accurate),
+            _ => return None,
+        };
+        let before = self.context;
+        match op {
+            TraceOp::Sync(s) => {
+                if s.context_id.is_some() {
+                    self.context.context_id = s.context_id;
+                }
+                Some(before)
+            }
+            TraceOp::ContextId(c) => {
+                self.context.context_id = Some(c);
+                None
+            }
+            TraceOp::Vmid(v) => {
+                self.context.vmid = Some(v);
+                None
+            }
+            _ => None,
+        }
+    }
 }

@@ -9,11 +9,24 @@ use crate::event::Isa;
 pub const DEPTH: usize = 16;
 
 /// A fixed-size return stack.
+///
+/// A stack can also continue an unknown *base* (the entries a decoder that
+/// starts at an I-sync in the middle of a trace cannot know): it then
+/// records whether a pop reached below its own entries
+/// ([`ReturnStack::underflowed`]), and [`ReturnStack::rebase`] puts the real
+/// base beneath its entries once that base is known.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReturnStack {
     entries: [(u32, Isa); DEPTH],
     top: usize,
     len: usize,
+    /// Entries of an unknown base may lie beneath these.
+    based: bool,
+    /// A pop found no own entry while `based`.
+    underflow: bool,
+    /// Most own entries held at once while `based`: pushes beyond the
+    /// depth dropped that many of the base's oldest entries for good.
+    peak: usize,
 }
 
 impl ReturnStack {
@@ -23,12 +36,18 @@ impl ReturnStack {
         self.entries[self.top] = (addr, isa);
         self.top = (self.top + 1) % DEPTH;
         self.len = (self.len + 1).min(DEPTH);
+        self.peak = self.peak.max(self.len);
+        if self.len == DEPTH {
+            // A full stack has overwritten whatever lay beneath.
+            self.based = false;
+        }
     }
 
     /// Pop the most recent return address, `None` when empty.
     #[inline]
     pub fn pop(&mut self) -> Option<(u32, Isa)> {
         if self.len == 0 {
+            self.underflow |= self.based;
             return None;
         }
         self.len -= 1;
@@ -39,6 +58,51 @@ impl ReturnStack {
     /// Empty the stack.
     pub fn clear(&mut self) {
         self.len = 0;
+        self.based = false;
+    }
+
+    /// Empty the stack and treat what follows as continuing an unknown
+    /// base stack.
+    pub fn continue_unknown(&mut self) {
+        self.len = 0;
+        self.based = true;
+        self.underflow = false;
+        self.peak = 0;
+    }
+
+    /// Whether a pop reached below this stack's own entries into the
+    /// unknown base (the pop then returned `None`, which is right only if
+    /// the base is empty).
+    #[must_use]
+    pub fn underflowed(&self) -> bool {
+        self.underflow
+    }
+
+    /// Put `base` beneath this stack's own entries, when this stack
+    /// continues an unknown base: the base's newest entries that the
+    /// deepest point of this stack left room for, then this stack's own.
+    pub fn rebase(&mut self, base: &ReturnStack) {
+        if !self.based {
+            self.underflow = false;
+            return;
+        }
+        let room = DEPTH - self.peak.min(DEPTH);
+        let mut joined = ReturnStack::default();
+        for e in base.iter().skip(base.len.saturating_sub(room)) {
+            joined.push(e.0, e.1);
+        }
+        for e in self.iter() {
+            joined.push(e.0, e.1);
+        }
+        *self = joined;
+        self.underflow = false;
+    }
+
+    /// The entries, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, Isa)> + '_ {
+        (0..self.len)
+            .rev()
+            .map(move |i| self.entries[(self.top + DEPTH - 1 - i) % DEPTH])
     }
 
     /// Number of entries.
@@ -69,5 +133,89 @@ mod tests {
             assert!(s.pop().is_some());
         }
         assert_eq!(s.pop(), None);
+    }
+
+    /// Pushes and pops on a stack continuing an unknown base, then
+    /// rebased, end as the same operations on the real stack.
+    #[test]
+    fn rebase_equals_running_on_the_base() {
+        let ops: [&[i32]; 5] = [
+            &[1, 2, -1, 3],
+            &[1, -1, 2, 3, 4],
+            &[1; 20],
+            &[1, 2, 3, -1, -1, 4],
+            &[5; 16],
+        ];
+        for (n, ops) in ops.iter().enumerate() {
+            for base_len in [0u32, 3, 16] {
+                let mut base = ReturnStack::default();
+                for i in 0..base_len {
+                    base.push(0x1000 + i * 4, Isa::T32);
+                }
+                let mut real = base;
+                let mut part = ReturnStack::default();
+                part.continue_unknown();
+                for (k, &op) in ops.iter().enumerate() {
+                    let addr = 0x8000 + (n * 100 + k) as u32 * 4;
+                    if op > 0 {
+                        real.push(addr, Isa::A32);
+                        part.push(addr, Isa::A32);
+                    } else {
+                        assert_eq!(real.pop(), part.pop());
+                    }
+                }
+                assert!(!part.underflowed());
+                part.rebase(&base);
+                assert_eq!(
+                    part.iter().collect::<Vec<_>>(),
+                    real.iter().collect::<Vec<_>>()
+                );
+            }
+        }
+        let mut part = ReturnStack::default();
+        part.continue_unknown();
+        assert_eq!(part.pop(), None);
+        assert!(part.underflowed());
+    }
+
+    /// The same on pseudo-random sequences: whenever no pop reached below
+    /// the part's own entries, the rebased part equals the real stack.
+    #[test]
+    fn rebase_equals_running_on_the_base_for_random_sequences() {
+        let mut x = 0x1234_5678_u32;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        for _ in 0..3000 {
+            let mut base = ReturnStack::default();
+            for i in 0..next() % 20 {
+                base.push(0x1000 + i * 4, Isa::T32);
+            }
+            let mut real = base;
+            let mut part = ReturnStack::default();
+            part.continue_unknown();
+            for k in 0..next() % 40 {
+                if next() % 3 == 0 {
+                    let got = part.pop();
+                    let want = real.pop();
+                    if !part.underflowed() {
+                        assert_eq!(got, want);
+                    }
+                } else {
+                    real.push(0x8000 + k * 4, Isa::A32);
+                    part.push(0x8000 + k * 4, Isa::A32);
+                }
+            }
+            if !part.underflowed() || base.is_empty() {
+                part.rebase(&base);
+                assert_eq!(
+                    part.iter().collect::<Vec<_>>(),
+                    real.iter().collect::<Vec<_>>()
+                );
+            }
+        }
     }
 }

@@ -19,6 +19,7 @@ use std::path::PathBuf;
 /// ARMv7 cores with the Security Extensions see two physical address spaces;
 /// trace says which one the core was in (the NS bit of I-sync and exception
 /// packets). A region tagged [`Space::Any`] answers both.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Space {
     /// Either space: regions without a space tag.

@@ -1,0 +1,727 @@
+//! Call-stack reconstruction from decoded events, per thread (trace ID and
+//! context ID).
+//!
+//! The stack changes only where control flow is transferred; each change
+//! is decided when the destination is known (the first address of the
+//! next range, or an exception's return address):
+//!
+//! - **call**: a range whose last instruction is a branch with link that
+//!   executed (`Range::link && executed`) opens a frame for the
+//!   destination, remembering the return address (the address just past
+//!   the branch);
+//! - **return**: a range ending in a return (`Range::ret`) that executed
+//!   closes frames down to the one whose return address is the
+//!   destination; without such a frame it closes the innermost one. Any
+//!   other transfer to a return address on the stack (`LDR PC`, an
+//!   exception return, ...) closes frames down to it too;
+//! - **return with no matching call**: returning out of the outermost
+//!   frame opens an *inferred* frame for the caller (named by the code
+//!   returned to), which stands for code running since the trace began;
+//! - **tail call**: a branch without link to the entry of another function
+//!   (a symbol's start, or without symbols an address some call went to)
+//!   replaces the innermost frame, keeping its return address; with
+//!   symbols, a branch into another function's body does the same;
+//! - **exception**: opens a *handler* frame for the code at the vector,
+//!   returning to the exception's preferred return address (a branch from
+//!   the vector to the real handler is a tail call that keeps it a
+//!   handler frame); [`EventKind::ExceptionReturn`], or arriving at the
+//!   return address, closes it and everything above it;
+//! - **trace gap**: [`EventKind::TraceOn`], [`EventKind::NoSync`],
+//!   [`EventKind::Gap`] and [`EventKind::AddrNacc`] close every frame of
+//!   the thread (what ran in between is unknown), and the next range
+//!   opens a fresh outermost frame;
+//! - **context change**: a new context ID switches to that process's own
+//!   stack; the other stays as it was.
+//!
+//! The depth is bounded ([`CallStacks::new`]); calls beyond it are counted
+//! ([`StackStats::dropped`]) and their returns matched against the count.
+//!
+//! Frames are named by the symbol covering their entry address, or
+//! `0x…` (the entry address) without one; see [`crate::symbols`].
+
+use crate::sink::ThreadKey;
+use crate::symbols::{hex_name, Symbolizer};
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A fast hasher for the small integer keys of per-event lookups (trace
+/// IDs, thread keys, frame names); not resistant to chosen keys, which
+/// trace data cannot make harmful here beyond slowness.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FastHasher(u64);
+
+impl Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(u64::from(i));
+    }
+
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(u64::from(i));
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+/// A hash map with [`FastHasher`].
+pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+/// A hash set with [`FastHasher`].
+pub type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
+use trace_core::event::{Event, EventKind, InsnClass, Range};
+
+/// Default bound of the stack depth.
+pub const DEFAULT_MAX_DEPTH: usize = 1024;
+
+/// Index of a function name in [`Names`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FuncId(pub u32);
+
+/// How a frame was opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FrameKind {
+    /// The outermost frame when tracing (re)started.
+    Root,
+    /// A call (branch with link).
+    Call,
+    /// A tail call or jump into another function, replacing a frame.
+    TailCall,
+    /// An exception handler (the code at the vector and where it
+    /// branches to).
+    Handler,
+    /// A caller the trace never saw calling: a return went out of the
+    /// outermost frame.
+    Inferred,
+}
+
+impl FrameKind {
+    /// `root`, `call`, `tail_call`, `handler`, `inferred`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            FrameKind::Root => "root",
+            FrameKind::Call => "call",
+            FrameKind::TailCall => "tail_call",
+            FrameKind::Handler => "handler",
+            FrameKind::Inferred => "inferred",
+        }
+    }
+}
+
+/// One open frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
+    /// Its function's name.
+    pub func: FuncId,
+    /// Where it was entered.
+    pub entry: u32,
+    /// Where it returns to, when known.
+    pub ret: Option<u32>,
+    /// How it was opened.
+    pub kind: FrameKind,
+    /// Clock ticks when it was opened.
+    pub start: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum NameKey {
+    Symbol(usize),
+    Addr(u32),
+}
+
+/// Interned frame names.
+#[derive(Debug, Default)]
+pub struct Names {
+    names: Vec<String>,
+    keys: FastMap<NameKey, FuncId>,
+}
+
+impl Names {
+    /// The name of `id` (empty for an unknown id).
+    #[must_use]
+    pub fn get(&self, id: FuncId) -> &str {
+        self.names.get(id.0 as usize).map_or("", String::as_str)
+    }
+
+    /// Number of names.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// No names yet.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    fn intern(&mut self, key: NameKey, make: impl FnOnce() -> String) -> FuncId {
+        if let Some(id) = self.keys.get(&key) {
+            return *id;
+        }
+        let id = FuncId(u32::try_from(self.names.len()).unwrap_or(u32::MAX));
+        self.names.push(make());
+        self.keys.insert(key, id);
+        id
+    }
+
+    fn code(&mut self, symbols: &Symbolizer, addr: u32) -> FuncId {
+        match symbols.function_index(addr) {
+            Some(i) => self.intern(NameKey::Symbol(i), || {
+                symbols
+                    .functions()
+                    .get(i)
+                    .map_or_else(|| hex_name(addr), |f| f.name.clone())
+            }),
+            None => self.intern(NameKey::Addr(addr), || hex_name(addr)),
+        }
+    }
+}
+
+/// Counters of the reconstruction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StackStats {
+    /// Calls seen.
+    pub calls: u64,
+    /// Returns matched to a frame on the stack.
+    pub returns: u64,
+    /// Returns with no matching frame (closed the innermost one or
+    /// inferred a caller).
+    pub unmatched_returns: u64,
+    /// Inferred caller frames.
+    pub inferred: u64,
+    /// Tail calls and jumps into other functions.
+    pub tail_calls: u64,
+    /// Exceptions.
+    pub exceptions: u64,
+    /// Times every frame was closed because of a gap in the trace.
+    pub resets: u64,
+    /// Calls not recorded because the stack was at its depth bound.
+    pub dropped: u64,
+    /// Deepest stack seen.
+    pub max_depth: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Pending {
+    #[default]
+    None,
+    Call {
+        ret: u32,
+    },
+    Return,
+    Branch,
+    Handler {
+        ret: Option<u32>,
+    },
+}
+
+#[derive(Debug, Default)]
+struct Thread {
+    frames: Vec<Frame>,
+    overflow: u64,
+    pending: Pending,
+    prev_end: Option<u32>,
+}
+
+/// The call stacks of every thread.
+#[derive(Debug)]
+pub struct CallStacks {
+    threads: FastMap<ThreadKey, Thread>,
+    context: FastMap<u8, Option<u32>>,
+    names: Names,
+    call_targets: FastSet<u32>,
+    max_depth: usize,
+    stats: StackStats,
+    closed: Vec<Frame>,
+    opened: Vec<Frame>,
+}
+
+impl Default for CallStacks {
+    fn default() -> CallStacks {
+        CallStacks::new(DEFAULT_MAX_DEPTH)
+    }
+}
+
+impl CallStacks {
+    /// Empty stacks bounded at `max_depth` frames (at least 1).
+    #[must_use]
+    pub fn new(max_depth: usize) -> CallStacks {
+        CallStacks {
+            threads: FastMap::default(),
+            context: FastMap::default(),
+            names: Names::default(),
+            call_targets: FastSet::default(),
+            max_depth: max_depth.max(1),
+            stats: StackStats::default(),
+            closed: Vec::new(),
+            opened: Vec::new(),
+        }
+    }
+
+    /// Frame names.
+    #[must_use]
+    pub fn names(&self) -> &Names {
+        &self.names
+    }
+
+    /// Counters so far.
+    #[must_use]
+    pub fn stats(&self) -> StackStats {
+        self.stats
+    }
+
+    /// Frames the last call closed, innermost first.
+    #[must_use]
+    pub fn closed(&self) -> &[Frame] {
+        &self.closed
+    }
+
+    /// Frames the last call opened, outermost first.
+    #[must_use]
+    pub fn opened(&self) -> &[Frame] {
+        &self.opened
+    }
+
+    /// The stack of `thread`, outermost first.
+    #[must_use]
+    pub fn stack(&self, thread: ThreadKey) -> &[Frame] {
+        self.threads.get(&thread).map_or(&[], |t| &t.frames)
+    }
+
+    /// The thread events of trace ID `id` currently belong to.
+    #[must_use]
+    pub fn current(&self, id: u8) -> ThreadKey {
+        ThreadKey {
+            id,
+            context: self.context.get(&id).copied().flatten(),
+        }
+    }
+
+    /// Threads of trace ID `id` with open frames, sorted.
+    #[must_use]
+    pub fn open_threads(&self, id: u8) -> Vec<ThreadKey> {
+        let mut v: Vec<ThreadKey> = self
+            .threads
+            .iter()
+            .filter(|(k, t)| k.id == id && !t.frames.is_empty())
+            .map(|(k, _)| *k)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Every thread with open frames, sorted.
+    #[must_use]
+    pub fn all_open_threads(&self) -> Vec<ThreadKey> {
+        let mut v: Vec<ThreadKey> = self
+            .threads
+            .iter()
+            .filter(|(_, t)| !t.frames.is_empty())
+            .map(|(k, _)| *k)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Close every frame of `thread` (the end of its trace): afterwards
+    /// [`closed`](Self::closed) lists them.
+    pub fn close_all(&mut self, thread: ThreadKey) {
+        self.closed.clear();
+        self.opened.clear();
+        if let Some(t) = self.threads.get_mut(&thread) {
+            self.closed.extend(t.frames.drain(..).rev());
+            t.overflow = 0;
+            t.pending = Pending::None;
+            t.prev_end = None;
+        }
+    }
+
+    /// Apply `event` (at clock ticks `time`) to its thread's stack and
+    /// return that thread; [`closed`](Self::closed) and
+    /// [`opened`](Self::opened) then tell what changed. An
+    /// [`EventKind::EndOfTrace`] changes nothing here: use
+    /// [`close_all`](Self::close_all) for each of
+    /// [`open_threads`](Self::open_threads).
+    pub fn apply(&mut self, event: &Event, time: u64, symbols: &Symbolizer) -> ThreadKey {
+        self.closed.clear();
+        self.opened.clear();
+        if let EventKind::Context(c) = &event.kind {
+            if c.context_id.is_some() {
+                self.context.insert(event.id, c.context_id);
+            }
+        }
+        let key = self.current(event.id);
+        let mut t = std::mem::take(self.threads.entry(key).or_default());
+        match &event.kind {
+            EventKind::Range(r) => self.range(&mut t, r, time, symbols),
+            EventKind::Exception { ret, .. } => self.exception(&mut t, *ret, time, symbols),
+            EventKind::ExceptionReturn => {
+                if let Some(i) = t.frames.iter().rposition(|f| f.kind == FrameKind::Handler) {
+                    self.pop_to(&mut t, i);
+                    self.stats.returns += 1;
+                }
+                t.pending = Pending::None;
+                t.prev_end = None;
+            }
+            EventKind::TraceOn { .. }
+            | EventKind::NoSync
+            | EventKind::Gap(_)
+            | EventKind::AddrNacc { .. } => {
+                if !t.frames.is_empty() {
+                    self.stats.resets += 1;
+                }
+                self.closed.extend(t.frames.drain(..).rev());
+                t.overflow = 0;
+                t.pending = Pending::None;
+                t.prev_end = None;
+            }
+            _ => {}
+        }
+        self.stats.max_depth = self.stats.max_depth.max(t.frames.len() as u64 + t.overflow);
+        if let Some(slot) = self.threads.get_mut(&key) {
+            *slot = t;
+        }
+        key
+    }
+
+    fn push(&mut self, t: &mut Thread, frame: Frame) {
+        if t.frames.len() >= self.max_depth {
+            t.overflow += 1;
+            self.stats.dropped += 1;
+            return;
+        }
+        t.frames.push(frame);
+        self.opened.push(frame);
+    }
+
+    /// Close frames `i..` (innermost first).
+    fn pop_to(&mut self, t: &mut Thread, i: usize) {
+        while t.frames.len() > i {
+            if let Some(f) = t.frames.pop() {
+                self.closed.push(f);
+            }
+        }
+        t.overflow = 0;
+    }
+
+    /// Close the innermost frame, or one above the depth bound.
+    fn pop_one(&mut self, t: &mut Thread) {
+        if t.overflow > 0 {
+            t.overflow -= 1;
+        } else if let Some(f) = t.frames.pop() {
+            self.closed.push(f);
+        }
+    }
+
+    fn code_frame(
+        &mut self,
+        kind: FrameKind,
+        entry: u32,
+        ret: Option<u32>,
+        time: u64,
+        symbols: &Symbolizer,
+    ) -> Frame {
+        Frame {
+            func: self.names.code(symbols, entry),
+            entry,
+            ret,
+            kind,
+            start: time,
+        }
+    }
+
+    /// Settle a pending transfer now that its destination is known.
+    fn arrive(&mut self, t: &mut Thread, target: u32, time: u64, symbols: &Symbolizer) {
+        let pending = std::mem::take(&mut t.pending);
+        if t.frames.is_empty() && t.overflow == 0 {
+            let f = self.code_frame(FrameKind::Root, target, None, time, symbols);
+            self.push(t, f);
+            return;
+        }
+        match pending {
+            Pending::Call { ret } => {
+                self.stats.calls += 1;
+                self.call_targets.insert(target);
+                let f = self.code_frame(FrameKind::Call, target, Some(ret), time, symbols);
+                self.push(t, f);
+            }
+            Pending::Handler { ret } => {
+                let f = self.code_frame(FrameKind::Handler, target, ret, time, symbols);
+                self.push(t, f);
+            }
+            Pending::Return => {
+                if self.pop_to_return(t, target) {
+                    self.stats.returns += 1;
+                } else {
+                    self.stats.unmatched_returns += 1;
+                    self.pop_one(t);
+                    if t.frames.is_empty() && t.overflow == 0 {
+                        self.stats.inferred += 1;
+                        let f = self.code_frame(FrameKind::Inferred, target, None, time, symbols);
+                        self.push(t, f);
+                    }
+                }
+            }
+            Pending::Branch => {
+                if self.pop_to_return(t, target) {
+                    self.stats.returns += 1;
+                } else {
+                    self.maybe_tail_call(t, target, time, symbols);
+                }
+            }
+            Pending::None => {
+                if t.prev_end != Some(target) && self.pop_to_return(t, target) {
+                    self.stats.returns += 1;
+                }
+            }
+        }
+    }
+
+    /// Close frames down to the innermost one returning to `target`.
+    fn pop_to_return(&mut self, t: &mut Thread, target: u32) -> bool {
+        match t.frames.iter().rposition(|f| f.ret == Some(target)) {
+            Some(i) => {
+                self.pop_to(t, i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn maybe_tail_call(&mut self, t: &mut Thread, target: u32, time: u64, symbols: &Symbolizer) {
+        if t.overflow > 0 {
+            return;
+        }
+        let Some(top) = t.frames.last().copied() else {
+            return;
+        };
+        if top.entry == target {
+            return;
+        }
+        let other_function = if symbols.is_empty() {
+            self.call_targets.contains(&target)
+        } else {
+            let here = symbols.function_index(top.entry);
+            let there = symbols.function_index(target);
+            there.is_some() && there != here
+        };
+        if other_function {
+            self.stats.tail_calls += 1;
+            self.pop_one(t);
+            let kind = if top.kind == FrameKind::Handler {
+                FrameKind::Handler
+            } else {
+                FrameKind::TailCall
+            };
+            let f = self.code_frame(kind, target, top.ret, time, symbols);
+            self.push(t, f);
+        }
+    }
+
+    fn range(&mut self, t: &mut Thread, r: &Range, time: u64, symbols: &Symbolizer) {
+        self.arrive(t, r.start, time, symbols);
+        let branch = matches!(r.last, InsnClass::Branch | InsnClass::IndirectBranch);
+        t.pending = if !r.executed || !branch {
+            Pending::None
+        } else if r.link {
+            Pending::Call { ret: r.end }
+        } else if r.ret {
+            Pending::Return
+        } else {
+            Pending::Branch
+        };
+        t.prev_end = Some(r.end);
+    }
+
+    fn exception(&mut self, t: &mut Thread, ret: Option<u32>, time: u64, symbols: &Symbolizer) {
+        self.stats.exceptions += 1;
+        match ret {
+            Some(ret) => self.arrive(t, ret, time, symbols),
+            None => t.pending = Pending::None,
+        }
+        t.pending = Pending::Handler { ret };
+        t.prev_end = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trace_core::event::Isa;
+    use trace_core::memory::Space;
+
+    fn ev(kind: EventKind) -> Event {
+        Event {
+            offset: 0,
+            id: 1,
+            kind,
+        }
+    }
+
+    fn range(start: u32, count: u32, last: InsnClass, link: bool, ret: bool) -> Event {
+        ev(EventKind::Range(Range {
+            start,
+            end: start + 4 * count,
+            count,
+            isa: Isa::A32,
+            last_size: 4,
+            last,
+            link,
+            ret,
+            cond: false,
+            executed: true,
+            cycles: None,
+            space: Space::Any,
+        }))
+    }
+
+    fn names(s: &CallStacks, key: ThreadKey) -> Vec<String> {
+        s.stack(key)
+            .iter()
+            .map(|f| s.names().get(f.func).to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn call_return_tail_call_and_inferred_caller() {
+        let sym = Symbolizer::empty();
+        let mut s = CallStacks::default();
+        let k = s.apply(&range(0x100, 2, InsnClass::Branch, true, false), 0, &sym);
+        assert_eq!(names(&s, k), ["0x00000100"]);
+        // call 0x200 (returns to 0x108), which calls 0x300 (returns to 0x208)
+        s.apply(&range(0x200, 2, InsnClass::Branch, true, false), 1, &sym);
+        assert_eq!(s.opened().len(), 1);
+        s.apply(
+            &range(0x300, 1, InsnClass::IndirectBranch, false, true),
+            2,
+            &sym,
+        );
+        assert_eq!(names(&s, k), ["0x00000100", "0x00000200", "0x00000300"]);
+        // the return arrives at 0x208, closing 0x300
+        s.apply(
+            &range(0x208, 1, InsnClass::IndirectBranch, false, false),
+            3,
+            &sym,
+        );
+        assert_eq!(names(&s, k), ["0x00000100", "0x00000200"]);
+        // a branch without the return hint to a return address closes too
+        s.apply(&range(0x108, 1, InsnClass::Branch, false, false), 4, &sym);
+        assert_eq!(s.closed().len(), 1);
+        assert_eq!(names(&s, k), ["0x00000100"]);
+        // a jump to a known call target is a tail call
+        s.apply(
+            &range(0x200, 1, InsnClass::IndirectBranch, false, true),
+            5,
+            &sym,
+        );
+        assert_eq!(names(&s, k), ["0x00000200"]);
+        // returning out of the outermost frame infers a caller
+        s.apply(&range(0x500, 1, InsnClass::Other, false, false), 6, &sym);
+        assert_eq!(names(&s, k), ["0x00000500"]);
+        assert_eq!(s.stack(k)[0].kind, FrameKind::Inferred);
+        let st = s.stats();
+        assert_eq!(
+            (st.calls, st.returns, st.tail_calls, st.inferred),
+            (2, 2, 1, 1)
+        );
+    }
+
+    #[test]
+    fn exceptions_nest_and_gaps_close_everything() {
+        let sym = Symbolizer::empty();
+        let mut s = CallStacks::default();
+        let k = s.apply(&range(0x100, 2, InsnClass::Other, false, false), 0, &sym);
+        s.apply(
+            &ev(EventKind::Exception {
+                number: 14,
+                ret: Some(0x108),
+            }),
+            1,
+            &sym,
+        );
+        s.apply(
+            &range(0x18, 1, InsnClass::IndirectBranch, false, false),
+            1,
+            &sym,
+        );
+        assert_eq!(names(&s, k), ["0x00000100", "0x00000018"]);
+        assert_eq!(s.stack(k)[1].kind, FrameKind::Handler);
+        // the handler's last branch arrives at the return address
+        s.apply(&range(0x108, 1, InsnClass::Other, false, false), 2, &sym);
+        assert_eq!(names(&s, k), ["0x00000100"]);
+        s.apply(&ev(EventKind::NoSync), 3, &sym);
+        assert_eq!(s.closed().len(), 1);
+        assert!(s.stack(k).is_empty());
+    }
+
+    #[test]
+    fn exception_return_closes_the_handler_and_contexts_keep_their_stacks() {
+        use trace_core::event::Context;
+        let sym = Symbolizer::empty();
+        let mut s = CallStacks::default();
+        let ctx = |id| {
+            ev(EventKind::Context(Context {
+                ns: true,
+                hyp: false,
+                context_id: Some(id),
+                vmid: None,
+                isa: Isa::A32,
+                cycles: None,
+            }))
+        };
+        let a = s.apply(&ctx(7), 0, &sym);
+        s.apply(&range(0x100, 1, InsnClass::Branch, true, false), 0, &sym);
+        s.apply(&range(0x200, 1, InsnClass::Other, false, false), 1, &sym);
+        s.apply(
+            &ev(EventKind::Exception {
+                number: 14,
+                ret: Some(0x204),
+            }),
+            2,
+            &sym,
+        );
+        s.apply(&range(0x18, 1, InsnClass::Other, false, false), 2, &sym);
+        assert_eq!(s.stack(a).len(), 3);
+        s.apply(&ev(EventKind::ExceptionReturn), 3, &sym);
+        assert_eq!(s.closed().len(), 1);
+        assert_eq!(names(&s, a), ["0x00000100", "0x00000200"]);
+        // Another process runs on the same core: its own stack.
+        let b = s.apply(&ctx(9), 4, &sym);
+        assert_ne!(a, b);
+        s.apply(&range(0x900, 1, InsnClass::Other, false, false), 4, &sym);
+        assert_eq!(names(&s, b), ["0x00000900"]);
+        assert_eq!(s.stack(a).len(), 2, "the first keeps its frames");
+        assert_eq!(s.open_threads(1), vec![a, b]);
+    }
+
+    #[test]
+    fn depth_is_bounded() {
+        let sym = Symbolizer::empty();
+        let mut s = CallStacks::new(4);
+        let mut k = s.current(1);
+        for i in 0..10u32 {
+            k = s.apply(
+                &range(0x1000 * (i + 1), 1, InsnClass::Branch, true, false),
+                0,
+                &sym,
+            );
+        }
+        assert_eq!(s.stack(k).len(), 4);
+        assert_eq!(s.stats().dropped, 6);
+    }
+}

@@ -1,0 +1,192 @@
+//! Chrome trace event JSON (the format of `chrome://tracing`, also read by
+//! the Perfetto UI), streamed as events arrive.
+//!
+//! - One thread per core: `pid` 1, `tid` the trace ID. With context IDs,
+//!   each context ID is a process of its own (`pid` 2, 3, ... in order of
+//!   appearance, named `context 0x…`), its threads again the cores.
+//!   `process_name` and `thread_name` metadata name them.
+//! - Every frame of the reconstructed call stack is a `B`/`E` pair named
+//!   by its function, category its [`FrameKind`]; every `B` gets its `E`
+//!   (open frames close at the end of the trace). Within a thread the
+//!   timestamps never decrease and the pairs nest. An inferred caller (a
+//!   return out of the outermost frame) begins where the trace first
+//!   shows it, at the return; the folded stacks put it under what ran
+//!   before, see [`crate::folded`].
+//! - Exceptions, trace gaps, trace-on, memory-not-accessible addresses
+//!   are thread-scoped instant events (`i`).
+//! - `ts` is in microseconds from the start of the trace (fractional,
+//!   three decimals: nanoseconds).
+//!
+//! [`FrameKind`]: crate::callstack::FrameKind
+
+use crate::callstack::FastMap;
+use crate::sink::{EventCtx, Output, RunInfo, Sink, ThreadKey};
+use std::io;
+use trace_core::event::{Event, EventKind};
+
+/// The Chrome JSON sink.
+#[derive(Debug)]
+pub struct ChromeSink<W: Output> {
+    out: W,
+    first: bool,
+    pids: FastMap<Option<u32>, u64>,
+    known: FastMap<ThreadKey, (u64, u64)>,
+    names: FastMap<u8, String>,
+}
+
+impl<W: Output> ChromeSink<W> {
+    /// A sink writing to `out`.
+    pub fn new(out: W) -> ChromeSink<W> {
+        ChromeSink {
+            out,
+            first: true,
+            pids: FastMap::default(),
+            known: FastMap::default(),
+            names: FastMap::default(),
+        }
+    }
+
+    fn sep(&mut self) -> io::Result<()> {
+        if self.first {
+            self.first = false;
+            self.out.write_all(b"\n")
+        } else {
+            self.out.write_all(b",\n")
+        }
+    }
+
+    fn ids(&mut self, thread: ThreadKey) -> io::Result<(u64, u64)> {
+        if let Some(ids) = self.known.get(&thread) {
+            return Ok(*ids);
+        }
+        let next = 2 + self.pids.values().filter(|&&p| p >= 2).count() as u64;
+        let new_pid = !self.pids.contains_key(&thread.context);
+        let pid = *self
+            .pids
+            .entry(thread.context)
+            .or_insert(if thread.context.is_none() { 1 } else { next });
+        let tid = u64::from(thread.id);
+        if new_pid {
+            let pname = match thread.context {
+                None => "trace".to_owned(),
+                Some(c) => format!("context {c:#x}"),
+            };
+            self.sep()?;
+            write!(
+                self.out,
+                r#"{{"ph":"M","pid":{pid},"tid":0,"name":"process_name","args":{{"name":{}}}}}"#,
+                json_str(&pname)
+            )?;
+        }
+        let tname = match self.names.get(&thread.id) {
+            Some(n) => format!("trace ID {:#04x} ({n})", thread.id),
+            None => format!("trace ID {:#04x}", thread.id),
+        };
+        self.sep()?;
+        write!(
+            self.out,
+            r#"{{"ph":"M","pid":{pid},"tid":{tid},"name":"thread_name","args":{{"name":{}}}}}"#,
+            json_str(&tname)
+        )?;
+        self.known.insert(thread, (pid, tid));
+        Ok((pid, tid))
+    }
+
+    fn instant(&mut self, pid: u64, tid: u64, ts: f64, name: &str) -> io::Result<()> {
+        self.sep()?;
+        write!(
+            self.out,
+            r#"{{"ph":"i","s":"t","pid":{pid},"tid":{tid},"ts":{ts:.3},"name":{}}}"#,
+            json_str(name)
+        )
+    }
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
+impl<W: Output> Sink for ChromeSink<W> {
+    fn name(&self) -> &str {
+        "chrome"
+    }
+
+    fn begin(&mut self, info: &RunInfo) -> io::Result<()> {
+        for (id, name) in &info.sources {
+            self.names.insert(*id, name.clone());
+        }
+        write!(
+            self.out,
+            r#"{{"displayTimeUnit":"ns","otherData":{{"clock":{}}},"traceEvents":["#,
+            json_str(info.clock.kind.name())
+        )
+    }
+
+    fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<()> {
+        let interesting = !ctx.closed.is_empty()
+            || !ctx.opened.is_empty()
+            || matches!(
+                event.kind,
+                EventKind::Exception { .. }
+                    | EventKind::Gap(_)
+                    | EventKind::TraceOn { .. }
+                    | EventKind::AddrNacc { .. }
+            );
+        if !interesting {
+            return Ok(());
+        }
+        let (pid, tid) = self.ids(ctx.thread)?;
+        let ts = ctx.clock.micros(ctx.time);
+        for _ in ctx.closed {
+            self.sep()?;
+            write!(
+                self.out,
+                r#"{{"ph":"E","pid":{pid},"tid":{tid},"ts":{ts:.3}}}"#
+            )?;
+        }
+        match event.kind {
+            EventKind::Exception { number, ret } => {
+                let name = match ret {
+                    Some(r) => format!("exception {number} (returns to {r:#010x})"),
+                    None => format!("exception {number}"),
+                };
+                self.instant(pid, tid, ts, &name)?;
+            }
+            EventKind::Gap(reason) => {
+                let name = match reason.addr() {
+                    Some(a) => format!("trace gap: {} at {a:#010x}", reason.name()),
+                    None => format!("trace gap: {}", reason.name()),
+                };
+                self.instant(pid, tid, ts, &name)?;
+            }
+            EventKind::TraceOn { reason, .. } => {
+                self.instant(pid, tid, ts, &format!("trace on: {}", reason.name()))?;
+            }
+            EventKind::AddrNacc { addr } => {
+                self.instant(
+                    pid,
+                    tid,
+                    ts,
+                    &format!("memory not accessible: {addr:#010x}"),
+                )?;
+            }
+            _ => {}
+        }
+        for f in ctx.opened {
+            self.sep()?;
+            write!(
+                self.out,
+                r#"{{"ph":"B","pid":{pid},"tid":{tid},"ts":{ts:.3},"cat":"{}","name":{}"#,
+                f.kind.name(),
+                json_str(ctx.name(f))
+            )?;
+            write!(self.out, r#","args":{{"entry":"{:#010x}"}}}}"#, f.entry)?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>, _info: &RunInfo) -> io::Result<()> {
+        self.out.write_all(b"\n]}\n")?;
+        self.out.complete()
+    }
+}

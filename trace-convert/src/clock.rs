@@ -1,0 +1,282 @@
+//! The time axis of converted output.
+//!
+//! One clock is chosen per run ([`ClockKind`]):
+//!
+//! - **cycles** when every source is cycle-accurate: time advances by the
+//!   cycle counts the trace carries (ranges, cycle count events, I-sync
+//!   and timestamp packets); shown at `--cpu-hz` (1 GHz when not given,
+//!   so one cycle is shown as one nanosecond);
+//! - **timestamps** when every source has timestamps: time jumps to each
+//!   timestamp (relative to the first one of the run) scaled by
+//!   `--timestamp-hz` (1 GHz when not given), and between two timestamps
+//!   advances by one tick per instruction so slices keep a width; it never
+//!   goes back;
+//! - **instructions** otherwise: one tick per instruction, shown as one
+//!   nanosecond.
+//!
+//! Each trace ID (core) has its own position on the clock.
+
+use crate::callstack::FastMap;
+use trace_core::event::{Event, EventKind};
+
+/// What the clock counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClockKind {
+    /// Processor cycles from cycle-accurate trace.
+    Cycles,
+    /// Timestamp ticks.
+    Timestamps,
+    /// Instructions executed.
+    #[default]
+    Instructions,
+}
+
+impl ClockKind {
+    /// `cycles`, `timestamps`, `instructions`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            ClockKind::Cycles => "cycles",
+            ClockKind::Timestamps => "timestamps",
+            ClockKind::Instructions => "instructions",
+        }
+    }
+}
+
+/// The chosen clock and how its ticks become seconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClockInfo {
+    /// What a tick is.
+    pub kind: ClockKind,
+    /// Ticks per second.
+    pub hz: f64,
+    /// `hz` came from the command line (otherwise it is the 1 GHz
+    /// assumption).
+    pub hz_given: bool,
+}
+
+impl Default for ClockInfo {
+    fn default() -> ClockInfo {
+        ClockInfo {
+            kind: ClockKind::Instructions,
+            hz: 1e9,
+            hz_given: false,
+        }
+    }
+}
+
+impl ClockInfo {
+    /// A clock of `kind` at `hz` ticks per second (1 GHz when `None`).
+    #[must_use]
+    pub fn new(kind: ClockKind, hz: Option<f64>) -> ClockInfo {
+        let hz_ok = hz.filter(|h| h.is_finite() && *h > 0.0);
+        ClockInfo {
+            kind,
+            hz: hz_ok.unwrap_or(1e9),
+            hz_given: hz_ok.is_some(),
+        }
+    }
+
+    /// Microseconds for `ticks`.
+    #[must_use]
+    pub fn micros(&self, ticks: u64) -> f64 {
+        // u64 → f64 loses precision only beyond 2^53 ticks.
+        #[allow(clippy::cast_precision_loss)]
+        let t = ticks as f64;
+        t * 1e6 / self.hz
+    }
+
+    /// Nanoseconds for `ticks` (rounded down).
+    #[must_use]
+    pub fn nanos(&self, ticks: u64) -> u64 {
+        if (self.hz - 1e9).abs() < f64::EPSILON {
+            return ticks;
+        }
+        // Float to integer: saturates, and ticks beyond 2^53 lose precision.
+        #[allow(
+            clippy::cast_precision_loss,
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss
+        )]
+        let ns = (ticks as f64 * 1e9 / self.hz) as u64;
+        ns
+    }
+
+    /// A sentence saying which clock is used.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let scale = if self.hz_given {
+            format!("at {} Hz", self.hz)
+        } else {
+            "one tick shown as 1 ns".to_owned()
+        };
+        match self.kind {
+            ClockKind::Cycles => format!(
+                "time axis: cycle counts ({scale}{})",
+                if self.hz_given { "" } else { "; give --cpu-hz" }
+            ),
+            ClockKind::Timestamps => format!(
+                "time axis: timestamps ({scale}{})",
+                if self.hz_given {
+                    ""
+                } else {
+                    "; give --timestamp-hz"
+                }
+            ),
+            ClockKind::Instructions => {
+                "time axis: instruction count (no cycle counts or timestamps; one instruction shown as 1 ns)".to_owned()
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct CoreClock {
+    now: u64,
+}
+
+/// The position of each core on the run's clock.
+#[derive(Debug, Clone, Default)]
+pub struct Clocks {
+    info: ClockInfo,
+    cores: FastMap<u8, CoreClock>,
+    first_timestamp: Option<u64>,
+}
+
+/// Times of one event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Span {
+    /// Ticks when the event began.
+    pub start: u64,
+    /// Ticks after it.
+    pub end: u64,
+    /// Cycles the event carried.
+    pub cycles: u64,
+}
+
+/// Cycles an event carries.
+#[must_use]
+pub fn cycles_of(kind: &EventKind) -> u64 {
+    let c = match kind {
+        EventKind::Range(r) => r.cycles,
+        EventKind::CycleCount(n) => Some(*n),
+        EventKind::Context(c) => c.cycles,
+        EventKind::TraceOn { cycles, .. } | EventKind::Timestamp { cycles, .. } => *cycles,
+        _ => None,
+    };
+    c.map_or(0, u64::from)
+}
+
+impl Clocks {
+    /// Clocks on `info`, every core at 0.
+    #[must_use]
+    pub fn new(info: ClockInfo) -> Clocks {
+        Clocks {
+            info,
+            ..Clocks::default()
+        }
+    }
+
+    /// The clock.
+    #[must_use]
+    pub fn info(&self) -> &ClockInfo {
+        &self.info
+    }
+
+    /// The current time of core `id`.
+    #[must_use]
+    pub fn now(&self, id: u8) -> u64 {
+        self.cores.get(&id).map_or(0, |c| c.now)
+    }
+
+    /// Advance core `event.id`'s clock over `event`.
+    pub fn advance(&mut self, event: &Event) -> Span {
+        let cycles = cycles_of(&event.kind);
+        let kind = self.info.kind;
+        let core = self.cores.entry(event.id).or_default();
+        let start = core.now;
+        match (kind, &event.kind) {
+            (ClockKind::Cycles, _) => core.now = core.now.saturating_add(cycles),
+            (ClockKind::Instructions | ClockKind::Timestamps, EventKind::Range(r)) => {
+                core.now = core.now.saturating_add(u64::from(r.count));
+            }
+            _ => {}
+        }
+        if let (ClockKind::Timestamps, EventKind::Timestamp { value, .. }) = (kind, &event.kind) {
+            let first = *self.first_timestamp.get_or_insert(*value);
+            core.now = core.now.max(value.saturating_sub(first));
+        }
+        let end = core.now;
+        Span { start, end, cycles }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trace_core::event::{InsnClass, Isa, Range};
+    use trace_core::memory::Space;
+
+    fn range(count: u32, cycles: Option<u32>) -> Event {
+        Event {
+            offset: 0,
+            id: 1,
+            kind: EventKind::Range(Range {
+                start: 0,
+                end: count * 4,
+                count,
+                isa: Isa::A32,
+                last_size: 4,
+                last: InsnClass::Other,
+                link: false,
+                ret: false,
+                cond: false,
+                executed: true,
+                cycles,
+                space: Space::Any,
+            }),
+        }
+    }
+
+    #[test]
+    fn cycles_and_instructions_advance() {
+        let mut c = Clocks::new(ClockInfo::new(ClockKind::Cycles, Some(2e6)));
+        assert_eq!(c.advance(&range(3, Some(7))).end, 7);
+        let s = c.advance(&Event {
+            offset: 0,
+            id: 1,
+            kind: EventKind::CycleCount(5),
+        });
+        assert_eq!((s.start, s.end, s.cycles), (7, 12, 5));
+        assert!((c.info().micros(12) - 6.0).abs() < 1e-9);
+
+        let mut i = Clocks::new(ClockInfo::new(ClockKind::Instructions, None));
+        assert_eq!(i.advance(&range(3, Some(7))).end, 3);
+        assert_eq!(i.now(2), 0, "cores are separate");
+    }
+
+    #[test]
+    fn timestamps_never_go_back() {
+        let mut c = Clocks::new(ClockInfo::new(ClockKind::Timestamps, None));
+        let ts = |v| Event {
+            offset: 0,
+            id: 1,
+            kind: EventKind::Timestamp {
+                value: v,
+                cycles: None,
+            },
+        };
+        c.advance(&ts(1000));
+        c.advance(&range(5, None));
+        assert_eq!(c.now(1), 5);
+        c.advance(&ts(1100));
+        assert_eq!(c.now(1), 100);
+        c.advance(&range(500, None));
+        c.advance(&ts(1200));
+        assert_eq!(
+            c.now(1),
+            600,
+            "a timestamp behind the estimate keeps the time"
+        );
+    }
+}

@@ -1,0 +1,587 @@
+//! The one-pass conversion driver: decode each capture once and feed every
+//! event, with its shared [`EventCtx`], to all sinks.
+//!
+//! ```no_run
+//! use std::path::Path;
+//! use trace_convert::convert::{self, Converter, ConvertOptions};
+//! use trace_convert::decode::ExtraMemory;
+//! use trace_convert::folded::{FoldedSink, Weight};
+//! use trace_convert::input::{self, flags::SourceFlags};
+//! use trace_convert::sink::SharedBuffer;
+//! use trace_convert::symbols::Symbolizer;
+//!
+//! let input = input::resolve(Path::new("snapshot"), &SourceFlags::default())?;
+//! let symbols = Symbolizer::empty();
+//! let folded = SharedBuffer::new();
+//! let options = ConvertOptions::default();
+//! let mut conv = Converter::new(&symbols, options.clock_for(&input), options.max_depth);
+//! conv.add_sink(Box::new(FoldedSink::new(folded.clone(), Weight::Instructions)));
+//! let report = convert::convert_input(&input, &ExtraMemory::default(), conv, false)?;
+//! println!("{}", String::from_utf8_lossy(&folded.bytes()));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use crate::callstack::{CallStacks, StackStats};
+use crate::clock::{ClockInfo, ClockKind, Clocks};
+use crate::decode::{self as dec, ExtraMemory};
+use crate::input::{Input, InputError};
+use crate::packets::ReadError;
+use crate::progress::Progress;
+use crate::sink::{EventCtx, RunInfo, Sink, ThreadKey};
+use crate::symbols::{SymbolError, Symbolizer};
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+use trace_core::event::{Event, EventKind};
+use trace_core::memory::{MemoryError, MemoryImage};
+
+/// Which clock to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClockChoice {
+    /// Cycles when every source is cycle-accurate, else timestamps when
+    /// every source has them, else instructions.
+    #[default]
+    Auto,
+    /// This one.
+    Fixed(ClockKind),
+}
+
+/// Settings of a conversion.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConvertOptions {
+    /// The clock.
+    pub clock: ClockChoice,
+    /// Processor clock (cycles per second) for the cycle clock.
+    pub cpu_hz: Option<f64>,
+    /// Timestamp ticks per second.
+    pub timestamp_hz: Option<f64>,
+    /// Bound of the call-stack depth.
+    pub max_depth: usize,
+}
+
+impl Default for ConvertOptions {
+    fn default() -> ConvertOptions {
+        ConvertOptions {
+            clock: ClockChoice::Auto,
+            cpu_hz: None,
+            timestamp_hz: None,
+            max_depth: crate::callstack::DEFAULT_MAX_DEPTH,
+        }
+    }
+}
+
+/// ETMCR bit 12: cycle-accurate.
+const ETMCR_CYCLE_ACCURATE: u32 = 1 << 12;
+/// ETMCR bit 28: timestamps.
+const ETMCR_TIMESTAMPS: u32 = 1 << 28;
+
+impl ConvertOptions {
+    /// The clock for sources configured by these ETMCR values.
+    #[must_use]
+    pub fn clock_for_etmcr(&self, etmcrs: &[u32]) -> ClockInfo {
+        let kind = match self.clock {
+            ClockChoice::Fixed(k) => k,
+            ClockChoice::Auto if etmcrs.is_empty() => ClockKind::Instructions,
+            ClockChoice::Auto => {
+                if etmcrs.iter().all(|r| r & ETMCR_CYCLE_ACCURATE != 0) {
+                    ClockKind::Cycles
+                } else if etmcrs.iter().all(|r| r & ETMCR_TIMESTAMPS != 0) {
+                    ClockKind::Timestamps
+                } else {
+                    ClockKind::Instructions
+                }
+            }
+        };
+        let hz = match kind {
+            ClockKind::Cycles => self.cpu_hz,
+            ClockKind::Timestamps => self.timestamp_hz,
+            ClockKind::Instructions => None,
+        };
+        ClockInfo::new(kind, hz)
+    }
+
+    /// The clock for the sources of `input`.
+    #[must_use]
+    pub fn clock_for(&self, input: &Input) -> ClockInfo {
+        let regs: Vec<u32> = input
+            .captures
+            .iter()
+            .flat_map(|c| {
+                c.sources
+                    .iter()
+                    .map(|s| s.regs.etmcr)
+                    .chain(c.any_id.map(|(_, r)| r.etmcr))
+            })
+            .collect();
+        self.clock_for_etmcr(&regs)
+    }
+}
+
+/// Why a conversion failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConvertError {
+    /// The input is unusable.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// A memory image could not be loaded.
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    /// An ELF file could not be read for symbols.
+    #[error(transparent)]
+    Symbols(#[from] SymbolError),
+    /// A capture could not be read or decoded.
+    #[error("{path}: {source}")]
+    Read {
+        /// The capture file.
+        path: PathBuf,
+        /// What went wrong.
+        source: ReadError,
+    },
+    /// An output could not be written.
+    #[error("{0}")]
+    Output(io::Error),
+    /// A saved events file is unusable.
+    #[error("{path}: {reason}")]
+    EventsFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// Counters of one trace ID.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IdReport {
+    /// Events.
+    pub events: u64,
+    /// Instruction ranges.
+    pub ranges: u64,
+    /// Instructions (including the last of a range that failed its
+    /// condition).
+    pub instructions: u64,
+    /// Cycles the trace carried.
+    pub cycles: u64,
+    /// Exceptions.
+    pub exceptions: u64,
+    /// Gaps (decode errors).
+    pub gaps: u64,
+    /// Trace-on events.
+    pub trace_on: u64,
+    /// Memory-not-accessible events per address.
+    pub nacc: BTreeMap<u32, u64>,
+}
+
+impl IdReport {
+    /// The `n` addresses reported not accessible most often, most first.
+    #[must_use]
+    pub fn top_nacc(&self, n: usize) -> Vec<(u32, u64)> {
+        let mut v: Vec<(u32, u64)> = self.nacc.iter().map(|(a, c)| (*a, *c)).collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v.truncate(n);
+        v
+    }
+}
+
+/// What a conversion did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConvertReport {
+    /// The clock used.
+    pub clock: ClockInfo,
+    /// Per capture: its path and size in bytes.
+    pub captures: Vec<(PathBuf, u64)>,
+    /// Per trace ID.
+    pub ids: BTreeMap<u8, IdReport>,
+    /// Call-stack reconstruction counters.
+    pub stacks: StackStats,
+}
+
+/// Feeds events to sinks with their shared context.
+pub struct Converter<'a> {
+    symbols: &'a Symbolizer,
+    stacks: CallStacks,
+    clocks: Clocks,
+    sinks: Vec<Box<dyn Sink + 'a>>,
+    info: RunInfo,
+    report: ConvertReport,
+    began: bool,
+    last_offset: crate::callstack::FastMap<u8, u64>,
+    ids: crate::callstack::FastMap<u8, IdReport>,
+}
+
+impl std::fmt::Debug for Converter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Converter")
+            .field(
+                "sinks",
+                &self.sinks.iter().map(|s| s.name()).collect::<Vec<_>>(),
+            )
+            .field("clock", &self.info.clock)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Converter<'a> {
+    /// A converter on `clock`, stacks bounded at `max_depth`, no sinks yet.
+    #[must_use]
+    pub fn new(symbols: &'a Symbolizer, clock: ClockInfo, max_depth: usize) -> Converter<'a> {
+        Converter {
+            symbols,
+            stacks: CallStacks::new(max_depth),
+            clocks: Clocks::new(clock),
+            sinks: Vec::new(),
+            info: RunInfo {
+                clock,
+                ..RunInfo::default()
+            },
+            report: ConvertReport {
+                clock,
+                ..ConvertReport::default()
+            },
+            began: false,
+            last_offset: crate::callstack::FastMap::default(),
+            ids: crate::callstack::FastMap::default(),
+        }
+    }
+
+    /// Add a sink.
+    pub fn add_sink(&mut self, sink: Box<dyn Sink + 'a>) {
+        self.sinks.push(sink);
+    }
+
+    /// Number of sinks.
+    #[must_use]
+    pub fn sink_count(&self) -> usize {
+        self.sinks.len()
+    }
+
+    /// Set what sinks are told about the run (before the first event).
+    pub fn set_info(&mut self, input: String, sources: Vec<(u8, String)>) {
+        self.info.input = input;
+        self.info.sources = sources;
+    }
+
+    /// Record a capture file and its size for the report.
+    pub fn add_capture(&mut self, path: PathBuf, bytes: u64) {
+        self.report.captures.push((path, bytes));
+    }
+
+    /// Call every sink's `begin` (done by the first event otherwise).
+    ///
+    /// # Errors
+    ///
+    /// A sink's output error.
+    pub fn begin(&mut self) -> io::Result<()> {
+        if self.began {
+            return Ok(());
+        }
+        self.began = true;
+        for s in &mut self.sinks {
+            s.begin(&self.info).map_err(|e| annotate(s.name(), e))?;
+        }
+        Ok(())
+    }
+
+    /// Feed one event (from a source whose memory image is `memory`).
+    ///
+    /// # Errors
+    ///
+    /// A sink's output error, naming the sink, trace ID and offset.
+    pub fn event(&mut self, e: &Event, memory: Option<&dyn MemoryImage>) -> io::Result<()> {
+        self.begin()?;
+        self.count(e);
+        self.last_offset.insert(e.id, e.offset);
+        if e.kind == EventKind::EndOfTrace {
+            return self.end_of(e, memory);
+        }
+        let span = self.clocks.advance(e);
+        let thread = self.stacks.apply(e, span.start, self.symbols);
+        self.dispatch(e, thread, span, memory)
+    }
+
+    fn count(&mut self, e: &Event) {
+        let r = self.ids.entry(e.id).or_default();
+        r.events += 1;
+        r.cycles += crate::clock::cycles_of(&e.kind);
+        match e.kind {
+            EventKind::Range(x) => {
+                r.ranges += 1;
+                r.instructions += u64::from(x.count);
+            }
+            EventKind::Exception { .. } => r.exceptions += 1,
+            EventKind::Gap(_) => r.gaps += 1,
+            EventKind::TraceOn { .. } => r.trace_on += 1,
+            EventKind::AddrNacc { addr } => *r.nacc.entry(addr).or_insert(0) += 1,
+            _ => {}
+        }
+    }
+
+    fn end_of(&mut self, e: &Event, memory: Option<&dyn MemoryImage>) -> io::Result<()> {
+        let mut threads = self.stacks.open_threads(e.id);
+        let current = self.stacks.current(e.id);
+        if !threads.contains(&current) {
+            threads.push(current);
+        }
+        let now = self.clocks.now(e.id);
+        let span = crate::clock::Span {
+            start: now,
+            end: now,
+            cycles: 0,
+        };
+        for t in threads {
+            self.stacks.close_all(t);
+            self.dispatch(e, t, span, memory)?;
+        }
+        Ok(())
+    }
+
+    fn dispatch(
+        &mut self,
+        e: &Event,
+        thread: ThreadKey,
+        span: crate::clock::Span,
+        memory: Option<&dyn MemoryImage>,
+    ) -> io::Result<()> {
+        let ctx = EventCtx {
+            thread,
+            time: span.start,
+            end: span.end,
+            cycles: span.cycles,
+            closed: self.stacks.closed(),
+            opened: self.stacks.opened(),
+            stack: self.stacks.stack(thread),
+            names: self.stacks.names(),
+            symbols: self.symbols,
+            memory,
+            clock: self.clocks.info(),
+        };
+        for s in &mut self.sinks {
+            s.event(e, &ctx).map_err(|err| {
+                annotate(
+                    s.name(),
+                    io::Error::new(
+                        err.kind(),
+                        format!("{err} (trace ID {:#04x}, offset {})", e.id, e.offset),
+                    ),
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Close what is still open, finish every sink (committing their
+    /// files) and return the report.
+    ///
+    /// # Errors
+    ///
+    /// A sink's output error.
+    pub fn finish(mut self) -> io::Result<ConvertReport> {
+        self.begin()?;
+        for t in self.stacks.all_open_threads() {
+            let e = Event {
+                offset: self.last_offset.get(&t.id).copied().unwrap_or(0),
+                id: t.id,
+                kind: EventKind::EndOfTrace,
+            };
+            let now = self.clocks.now(t.id);
+            self.stacks.close_all(t);
+            let span = crate::clock::Span {
+                start: now,
+                end: now,
+                cycles: 0,
+            };
+            self.dispatch(&e, t, span, None)?;
+        }
+        for s in self.sinks {
+            let name = s.name().to_owned();
+            s.finish(&self.info).map_err(|e| annotate(&name, e))?;
+        }
+        self.report.stacks = self.stacks.stats();
+        self.report.ids = self.ids.into_iter().collect();
+        Ok(self.report)
+    }
+}
+
+fn annotate(sink: &str, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{sink} output: {e}"))
+}
+
+/// Memory images by source name.
+pub type Images = HashMap<String, Arc<dyn MemoryImage>>;
+
+/// Memory images of every source of `input`, by source name, and the
+/// image for anything else.
+///
+/// # Errors
+///
+/// [`MemoryError`] when a dump or file cannot be loaded.
+pub fn load_images(
+    input: &Input,
+    extra: &ExtraMemory,
+) -> Result<(Images, Arc<dyn MemoryImage>), MemoryError> {
+    let mut images: Images = HashMap::new();
+    for capture in &input.captures {
+        for s in &capture.sources {
+            if images.contains_key(&s.name) {
+                continue;
+            }
+            let m = dec::memory_for(input.snapshot.as_ref(), &s.name, extra)?;
+            images.insert(s.name.clone(), Arc::new(m));
+        }
+    }
+    let fallback: Arc<dyn MemoryImage> =
+        Arc::new(dec::memory_for(input.snapshot.as_ref(), "", extra)?);
+    Ok((images, fallback))
+}
+
+/// Decode every capture of `input` once, feeding `conv`; then finish it.
+/// `progress` shows a progress bar (when standard error is a terminal and
+/// the capture is large).
+///
+/// # Errors
+///
+/// [`ConvertError`] when memory cannot be loaded, a capture cannot be
+/// read, or an output fails (the message names the capture, trace ID and
+/// offset).
+pub fn convert_input(
+    input: &Input,
+    extra: &ExtraMemory,
+    mut conv: Converter<'_>,
+    progress: bool,
+) -> Result<ConvertReport, ConvertError> {
+    let (images, fallback) = load_images(input, extra)?;
+    let sources = input
+        .captures
+        .iter()
+        .flat_map(|c| {
+            c.sources
+                .iter()
+                .map(|s| (s.id, s.protocol.name().to_owned()))
+        })
+        .collect();
+    let name = input
+        .captures
+        .first()
+        .map(|c| c.path.display().to_string())
+        .unwrap_or_default();
+    conv.set_info(name, sources);
+    conv.begin().map_err(ConvertError::Output)?;
+    for capture in &input.captures {
+        let size = std::fs::metadata(&capture.path).map_or(0, |m| m.len());
+        conv.add_capture(capture.path.clone(), size);
+        let by_id: HashMap<u8, Arc<dyn MemoryImage>> = capture
+            .sources
+            .iter()
+            .filter_map(|s| images.get(&s.name).map(|m| (s.id, Arc::clone(m))))
+            .collect();
+        let mut bar = Progress::new(size, progress, &capture.path);
+        dec::decode_capture(
+            capture,
+            |name| {
+                images
+                    .get(name)
+                    .cloned()
+                    .unwrap_or_else(|| Arc::clone(&fallback))
+            },
+            |e| {
+                bar.at(e.offset);
+                let mem = by_id.get(&e.id).map_or(&*fallback, |m| &**m);
+                conv.event(e, Some(mem))
+            },
+        )
+        .map_err(|source| ConvertError::Read {
+            path: capture.path.clone(),
+            source,
+        })?;
+        bar.done();
+    }
+    conv.finish().map_err(ConvertError::Output)
+}
+
+/// The clock `--clock auto` picks for a saved-events file: cycles when
+/// every trace ID with instructions has cycle counts, else timestamps when
+/// every one has timestamps, else instructions (reads the file once).
+///
+/// # Errors
+///
+/// [`ConvertError::EventsFile`] when the file cannot be read.
+pub fn events_file_clock(
+    path: &std::path::Path,
+    options: &ConvertOptions,
+) -> Result<ClockInfo, ConvertError> {
+    if let ClockChoice::Fixed(_) = options.clock {
+        return Ok(options.clock_for_etmcr(&[]));
+    }
+    let bad = |reason: String| ConvertError::EventsFile {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let file = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
+    let (_, events) = crate::formats::events_file::EventReader::open(io::BufReader::new(file))
+        .map_err(|e| bad(e.to_string()))?;
+    // Per trace ID: (has ranges, has cycles, has timestamps).
+    let mut seen: BTreeMap<u8, (bool, bool, bool)> = BTreeMap::new();
+    for e in events {
+        let e = e.map_err(|e| bad(e.to_string()))?;
+        let s = seen.entry(e.id).or_default();
+        match e.kind {
+            EventKind::Range(r) => {
+                s.0 = true;
+                s.1 |= r.cycles.is_some();
+            }
+            EventKind::CycleCount(_) => s.1 = true,
+            EventKind::Timestamp { .. } => s.2 = true,
+            _ => {}
+        }
+    }
+    let with_code: Vec<_> = seen.values().filter(|s| s.0).collect();
+    let regs: Vec<u32> = with_code
+        .iter()
+        .map(|s| {
+            (if s.1 { ETMCR_CYCLE_ACCURATE } else { 0 }) | (if s.2 { ETMCR_TIMESTAMPS } else { 0 })
+        })
+        .collect();
+    Ok(options.clock_for_etmcr(&regs))
+}
+
+/// Convert the events saved in `path` (by `--save-events`), feeding
+/// `conv`, and finish it. `memory` is the image for per-instruction views
+/// (coverage), when there is one.
+///
+/// # Errors
+///
+/// [`ConvertError::EventsFile`] when the file is unusable (the message
+/// names the problem and its offset), [`ConvertError::Output`] when an
+/// output fails.
+pub fn convert_events_file(
+    path: &std::path::Path,
+    mut conv: Converter<'_>,
+    memory: Option<Arc<dyn MemoryImage>>,
+) -> Result<ConvertReport, ConvertError> {
+    let bad = |reason: String| ConvertError::EventsFile {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let file = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
+    let size = file.metadata().map_or(0, |m| m.len());
+    let (header, events) = crate::formats::events_file::EventReader::open(io::BufReader::new(file))
+        .map_err(|e| bad(e.to_string()))?;
+    conv.set_info(
+        header.input.clone(),
+        header
+            .sources
+            .iter()
+            .map(|s| (s.trace_id, s.protocol.name().to_owned()))
+            .collect(),
+    );
+    conv.add_capture(path.to_path_buf(), size);
+    conv.begin().map_err(ConvertError::Output)?;
+    for e in events {
+        let e = e.map_err(|e| bad(e.to_string()))?;
+        conv.event(&e, memory.as_deref())
+            .map_err(ConvertError::Output)?;
+    }
+    conv.finish().map_err(ConvertError::Output)
+}

@@ -1,0 +1,568 @@
+//! The converting form of the command line: outputs, clock, symbols, the
+//! bundled example, the summary.
+
+use super::{exit, fail, input_code, SourceArgs};
+use clap::{Args, ValueEnum};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use trace_convert::chrome::ChromeSink;
+use trace_convert::clock::ClockKind;
+use trace_convert::convert::{
+    self, ClockChoice, ConvertError, ConvertOptions, ConvertReport, Converter,
+};
+use trace_convert::decode::memory_for;
+use trace_convert::decode::{ExtraMemory, MemArg};
+use trace_convert::folded::{FoldedSink, Weight};
+use trace_convert::formats::coverage::LcovOptions;
+use trace_convert::formats::events_file::{Header, ImageInfo, SourceInfo};
+use trace_convert::input::{self, Input};
+use trace_convert::output::AtomicFile;
+use trace_convert::sink::events::EventsSink;
+use trace_convert::sink::lcov::LcovSink;
+use trace_convert::sink::perfetto::PerfettoSink;
+use trace_convert::symbols::Symbolizer;
+
+/// The bundled example, relative to the repository root: a snapshot
+/// directory (with the program's ELF beside its `snapshot.ini`).
+pub const EXAMPLE_DIR: &str = "examples/snapshot";
+
+/// Outputs, symbols and clock of a conversion.
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// A snapshot directory (snapshot.ini) or a capture file; none at all
+    /// converts the bundled example into ./out/.
+    #[arg(value_name = "SNAPSHOT_DIR|FILE")]
+    path: Option<PathBuf>,
+    #[command(flatten)]
+    source: SourceArgs,
+    /// An ELF file: code for decoding, symbols and DWARF lines for the
+    /// outputs (repeatable). Example: --elf app.elf
+    #[arg(long = "elf", value_name = "FILE")]
+    elf: Vec<PathBuf>,
+    /// A raw binary and its load address (repeatable). Example:
+    /// --mem code.bin@0x80000000
+    #[arg(long = "mem", value_name = "FILE@ADDRESS")]
+    mem: Vec<MemArg>,
+    /// Write a Chrome trace (JSON; chrome://tracing or
+    /// https://ui.perfetto.dev). Example: --chrome trace.json
+    #[arg(long, value_name = "FILE")]
+    chrome: Option<PathBuf>,
+    /// Write a Perfetto trace (open in https://ui.perfetto.dev). Example:
+    /// --perfetto trace.pftrace
+    #[arg(long, value_name = "FILE")]
+    perfetto: Option<PathBuf>,
+    /// Write LCOV line, function and branch coverage (needs --elf with
+    /// DWARF; `genhtml app.info -o html`). Example: --lcov app.info
+    #[arg(long, value_name = "FILE")]
+    lcov: Option<PathBuf>,
+    /// Write folded stacks for flame graphs (`inferno-flamegraph
+    /// app.folded > app.svg`, or speedscope). Example: --folded app.folded
+    #[arg(long, value_name = "FILE")]
+    folded: Option<PathBuf>,
+    /// Write every format into DIR (trace.json, trace.pftrace,
+    /// coverage.info with --elf, stacks.folded). Example: --out-dir out
+    #[arg(long, value_name = "DIR")]
+    out_dir: Option<PathBuf>,
+    /// Save the decoded events, to convert later with --from-events
+    /// without decoding again. Example: --save-events run.events
+    #[arg(long, value_name = "FILE")]
+    save_events: Option<PathBuf>,
+    /// Convert events saved by --save-events instead of decoding a
+    /// capture. Example: --from-events run.events --folded app.folded
+    #[arg(long, value_name = "FILE", conflicts_with = "path")]
+    from_events: Option<PathBuf>,
+    /// LCOV: also report every conditional instruction that is not a
+    /// branch as a two-way branch (passed, failed). Only ETMv3 traces their
+    /// outcome (one atom per instruction); under PTM they are left out.
+    /// Example: --lcov app.info --lcov-conditionals
+    #[arg(long)]
+    lcov_conditionals: bool,
+    /// Weight of folded stacks: instructions, or cycles (cycle-accurate
+    /// trace). Example: --folded-weight cycles
+    #[arg(long, value_enum, default_value_t = WeightArg::Instructions)]
+    folded_weight: WeightArg,
+    /// The time axis: auto picks cycles for cycle-accurate trace, else
+    /// timestamps, else instruction count. Example: --clock instructions
+    #[arg(long, value_enum, default_value_t = ClockArg::Auto)]
+    clock: ClockArg,
+    /// Processor clock in Hz, to show cycle counts as time (default: one
+    /// cycle shown as 1 ns). Example: --cpu-hz 1.2e9
+    #[arg(long, value_name = "HZ", value_parser = parse_hz)]
+    cpu_hz: Option<f64>,
+    /// Timestamp counter frequency in Hz (default: one tick shown as
+    /// 1 ns). Example: --timestamp-hz 100e6
+    #[arg(long, value_name = "HZ", value_parser = parse_hz)]
+    timestamp_hz: Option<f64>,
+    /// Deepest call stack kept; deeper calls are counted and dropped.
+    /// Example: --max-depth 256
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    max_depth: usize,
+    /// No progress bar.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum WeightArg {
+    /// Instructions executed.
+    Instructions,
+    /// Processor cycles (cycle-accurate trace).
+    Cycles,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ClockArg {
+    /// Cycles, else timestamps, else instructions, from the configuration.
+    Auto,
+    /// Cycle counts.
+    Cycles,
+    /// Timestamps.
+    Timestamps,
+    /// Instruction count.
+    Instructions,
+}
+
+fn parse_hz(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a positive frequency in Hz")),
+    }
+}
+
+/// Where each output goes.
+#[derive(Debug, Default, Clone)]
+struct Targets {
+    chrome: Option<PathBuf>,
+    perfetto: Option<PathBuf>,
+    lcov: Option<PathBuf>,
+    folded: Option<PathBuf>,
+    save_events: Option<PathBuf>,
+}
+
+impl Targets {
+    fn is_empty(&self) -> bool {
+        self.chrome.is_none()
+            && self.perfetto.is_none()
+            && self.lcov.is_none()
+            && self.folded.is_none()
+            && self.save_events.is_none()
+    }
+
+    fn all_in(dir: &Path, with_lcov: bool) -> Targets {
+        Targets {
+            chrome: Some(dir.join("trace.json")),
+            perfetto: Some(dir.join("trace.pftrace")),
+            lcov: with_lcov.then(|| dir.join("coverage.info")),
+            folded: Some(dir.join("stacks.folded")),
+            save_events: None,
+        }
+    }
+
+    fn list(&self) -> Vec<(&'static str, &Path, &'static str)> {
+        let mut v = Vec::new();
+        if let Some(p) = &self.chrome {
+            v.push((
+                "Chrome trace",
+                p.as_path(),
+                "open chrome://tracing or https://ui.perfetto.dev and load it",
+            ));
+        }
+        if let Some(p) = &self.perfetto {
+            v.push((
+                "Perfetto trace",
+                p.as_path(),
+                "open https://ui.perfetto.dev and load it",
+            ));
+        }
+        if let Some(p) = &self.lcov {
+            v.push((
+                "LCOV coverage",
+                p.as_path(),
+                "genhtml FILE -o coverage-html, run in the folder the program was built in (the example: corpus/)",
+            ));
+        }
+        if let Some(p) = &self.folded {
+            v.push((
+                "folded stacks",
+                p.as_path(),
+                "inferno-flamegraph FILE > flame.svg, or load it in speedscope",
+            ));
+        }
+        if let Some(p) = &self.save_events {
+            v.push((
+                "saved events",
+                p.as_path(),
+                "trace-convert --from-events FILE --chrome ...",
+            ));
+        }
+        v
+    }
+}
+
+/// Find the bundled example: [`EXAMPLE_DIR`] beside the sources this
+/// binary was built from, else below the current directory; failing both,
+/// the first snapshot directory (by name) in either `examples` folder.
+fn find_example() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let bases = [root, PathBuf::from(".")];
+    if let Some(p) = bases
+        .iter()
+        .map(|b| b.join(EXAMPLE_DIR))
+        .find(|p| p.join("snapshot.ini").is_file())
+    {
+        return Some(p);
+    }
+    bases.iter().find_map(|b| {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(b.join("examples"))
+            .ok()?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.join("snapshot.ini").is_file())
+            .collect();
+        dirs.sort();
+        dirs.into_iter().next()
+    })
+}
+
+/// ELF files in the example directory.
+fn elves_in(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "elf"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+pub fn run(args: &ConvertArgs) -> ExitCode {
+    let mut elves = args.elf.clone();
+    let mut targets = Targets {
+        chrome: args.chrome.clone(),
+        perfetto: args.perfetto.clone(),
+        lcov: args.lcov.clone(),
+        folded: args.folded.clone(),
+        save_events: args.save_events.clone(),
+    };
+    let example = args.path.is_none() && args.from_events.is_none();
+    let path = match (&args.path, example) {
+        (Some(p), _) => Some(p.clone()),
+        (None, false) => None,
+        (None, true) => match find_example() {
+            Some(dir) => {
+                let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+                eprintln!("trace-convert: no input given: converting the bundled example {}", dir.display());
+                elves.extend(elves_in(&dir));
+                Some(dir)
+            }
+            None => {
+                return fail(
+                    exit::INPUT,
+                    format!(
+                        "no input given and the bundled example ({EXAMPLE_DIR} in the repository) was not found; \
+                         give a snapshot directory or capture file (see --help)"
+                    ),
+                )
+            }
+        },
+    };
+    if example && targets.is_empty() && args.out_dir.is_none() {
+        let out = PathBuf::from("out");
+        targets = Targets::all_in(&out, true);
+    }
+    if let Some(dir) = &args.out_dir {
+        let all = Targets::all_in(dir, !elves.is_empty());
+        targets.chrome = targets.chrome.or(all.chrome);
+        targets.perfetto = targets.perfetto.or(all.perfetto);
+        targets.lcov = targets.lcov.or(all.lcov);
+        targets.folded = targets.folded.or(all.folded);
+    }
+    if targets.is_empty() {
+        if let Some(p) = path.as_ref().filter(|p| !p.exists()) {
+            return fail(
+                exit::USAGE,
+                format!(
+                    "`{}` is neither a subcommand (packets, decode, convert) nor an existing input (see --help)",
+                    p.display()
+                ),
+            );
+        }
+        return fail(
+            exit::USAGE,
+            "nothing to write: give --chrome, --perfetto, --lcov, --folded, --save-events or --out-dir (see --help)",
+        );
+    }
+    // The output folder (--out-dir, or ./out for the example) is created.
+    let folder = match (&args.out_dir, example) {
+        (Some(d), _) => Some(d.clone()),
+        (None, true) => Some(PathBuf::from("out")),
+        (None, false) => None,
+    };
+    if let Some(dir) = folder {
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            return fail(exit::OUTPUT, format!("{}: {e}", dir.display()));
+        }
+    }
+    let symbols = match Symbolizer::from_elves(&elves) {
+        Ok(s) => s,
+        Err(e) => return fail(exit::INPUT, e),
+    };
+    if symbols.is_empty() {
+        eprintln!(
+            "trace-convert: note: no ELF file given (--elf): functions are named by address (0x...)"
+        );
+    } else if !symbols.has_lines() {
+        eprintln!("trace-convert: note: the ELF files have no DWARF line information");
+    }
+    if targets.lcov.is_some() && !symbols.has_lines() {
+        return fail(
+            exit::USAGE,
+            "--lcov needs an ELF file with DWARF line information (--elf app.elf)",
+        );
+    }
+    let options = ConvertOptions {
+        clock: match args.clock {
+            ClockArg::Auto => ClockChoice::Auto,
+            ClockArg::Cycles => ClockChoice::Fixed(ClockKind::Cycles),
+            ClockArg::Timestamps => ClockChoice::Fixed(ClockKind::Timestamps),
+            ClockArg::Instructions => ClockChoice::Fixed(ClockKind::Instructions),
+        },
+        cpu_hz: args.cpu_hz,
+        timestamp_hz: args.timestamp_hz,
+        max_depth: args.max_depth,
+    };
+    let weight = match args.folded_weight {
+        WeightArg::Instructions => Weight::Instructions,
+        WeightArg::Cycles => Weight::Cycles,
+    };
+    let extra = ExtraMemory {
+        elves: elves.clone(),
+        raw: args.mem.clone(),
+    };
+    let input = match &path {
+        Some(p) => match input::resolve(p, &args.source.flags()) {
+            Ok(i) => Some(i),
+            Err(e) => return fail(input_code(&e), e),
+        },
+        None => None,
+    };
+    let mut options = options;
+    if options.timestamp_hz.is_none() {
+        // The snapshot's `trace.ini` may give the timestamp frequency.
+        options.timestamp_hz = input
+            .as_ref()
+            .and_then(|i| i.snapshot.as_ref())
+            .and_then(|s| s.timestamp_hz)
+            .map(|hz| hz as f64);
+    }
+    let clock = match (&input, &args.from_events) {
+        (Some(i), _) => options.clock_for(i),
+        (None, Some(ev)) => match convert::events_file_clock(ev, &options) {
+            Ok(c) => c,
+            Err(e) => return fail(exit::INPUT, e),
+        },
+        (None, None) => options.clock_for_etmcr(&[]),
+    };
+    eprintln!("trace-convert: {}", clock.describe());
+    let mut conv = Converter::new(&symbols, clock, options.max_depth);
+    macro_rules! open {
+        ($p:expr) => {
+            match AtomicFile::create($p) {
+                Ok(f) => f,
+                Err(e) => return fail(exit::OUTPUT, format!("{}: {e}", $p.display())),
+            }
+        };
+    }
+    if let Some(p) = &targets.chrome {
+        conv.add_sink(Box::new(ChromeSink::new(open!(p))));
+    }
+    if let Some(p) = &targets.folded {
+        conv.add_sink(Box::new(FoldedSink::new(open!(p), weight)));
+    }
+    if let Some(p) = &targets.perfetto {
+        conv.add_sink(Box::new(PerfettoSink::new(open!(p))));
+    }
+    if let Some(p) = &targets.lcov {
+        let first = input
+            .as_ref()
+            .and_then(|i| i.captures.iter().flat_map(|c| &c.sources).next())
+            .map_or("", |s| s.name.as_str());
+        let memory = match memory_for(
+            input.as_ref().and_then(|i| i.snapshot.as_ref()),
+            first,
+            &extra,
+        ) {
+            Ok(m) => m,
+            Err(e) => return fail(exit::INPUT, e),
+        };
+        let options = LcovOptions {
+            test_name: None,
+            conditional_instructions: args.lcov_conditionals,
+        };
+        conv.add_sink(Box::new(LcovSink::new(
+            open!(p),
+            Arc::new(memory),
+            &symbols,
+            options,
+        )));
+    }
+    if let Some(p) = &targets.save_events {
+        let Some(input) = &input else {
+            return fail(
+                exit::USAGE,
+                "--save-events needs a capture to decode, not --from-events",
+            );
+        };
+        let header = match events_header(input, &extra) {
+            Ok(h) => h,
+            Err(e) => return fail(exit::INPUT, e),
+        };
+        match EventsSink::new(open!(p), &header) {
+            Ok(s) => conv.add_sink(Box::new(s)),
+            Err(e) => return fail(exit::OUTPUT, format!("{}: {e}", p.display())),
+        }
+    }
+    let result = match (&input, &args.from_events) {
+        (Some(input), _) => {
+            for c in &input.captures {
+                for (name, why) in &c.skipped {
+                    eprintln!("trace-convert: {name}: not decoded: {why}");
+                }
+            }
+            convert::convert_input(input, &extra, conv, !args.no_progress)
+        }
+        (None, Some(events)) => {
+            let memory = match memory_for(None, "", &extra) {
+                Ok(m) => m,
+                Err(e) => return fail(exit::INPUT, e),
+            };
+            convert::convert_events_file(events, conv, Some(Arc::new(memory)))
+        }
+        (None, None) => return fail(exit::USAGE, "no input"),
+    };
+    match result {
+        Ok(report) => {
+            print_summary(&report);
+            let cycles: u64 = report.ids.values().map(|r| r.cycles).sum();
+            if targets.folded.is_some() && weight == Weight::Cycles && cycles == 0 {
+                eprintln!(
+                    "trace-convert: note: the trace has no cycle counts (not cycle-accurate): \
+                     every folded weight is 0; use --folded-weight instructions"
+                );
+            }
+            let how = targets.list();
+            eprintln!("trace-convert: wrote:");
+            for (what, p, open) in how {
+                eprintln!(
+                    "  {what:<15} {}  ({})",
+                    p.display(),
+                    open.replace("FILE", &p.display().to_string())
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            let code = match &e {
+                ConvertError::Input(i) => input_code(i),
+                ConvertError::Memory(_)
+                | ConvertError::Symbols(_)
+                | ConvertError::EventsFile { .. } => exit::INPUT,
+                ConvertError::Read { source, .. } => match source {
+                    trace_convert::packets::ReadError::Input(i) => input_code(i),
+                    trace_convert::packets::ReadError::Io { .. } => exit::INPUT,
+                    _ => exit::OUTPUT,
+                },
+                _ => exit::OUTPUT,
+            };
+            fail(code, e)
+        }
+    }
+}
+
+fn print_summary(r: &ConvertReport) {
+    for (path, bytes) in &r.captures {
+        eprintln!("trace-convert: {}: {bytes} bytes", path.display());
+    }
+    for (id, c) in &r.ids {
+        let mut line = format!(
+            "trace-convert: ID {id:#04x}: {} instructions in {} ranges, {} exceptions, {} gaps, {} trace-on",
+            c.instructions, c.ranges, c.exceptions, c.gaps, c.trace_on
+        );
+        if c.cycles > 0 {
+            line.push_str(&format!(", {} cycles", c.cycles));
+        }
+        let nacc: u64 = c.nacc.values().sum();
+        if nacc > 0 {
+            let top: Vec<String> = c
+                .top_nacc(3)
+                .iter()
+                .map(|(a, n)| format!("{a:#010x} ×{n}"))
+                .collect();
+            line.push_str(&format!(
+                ", {nacc} memory not accessible (most: {})",
+                top.join(", ")
+            ));
+        }
+        eprintln!("{line}");
+    }
+    let s = r.stacks;
+    eprintln!(
+        "trace-convert: call stacks: {} calls, {} returns ({} unmatched, {} inferred callers), {} tail calls, {} resets at gaps, deepest {}{}",
+        s.calls,
+        s.returns,
+        s.unmatched_returns,
+        s.inferred,
+        s.tail_calls,
+        s.resets,
+        s.max_depth,
+        if s.dropped > 0 {
+            format!(", {} calls beyond the depth bound dropped", s.dropped)
+        } else {
+            String::new()
+        }
+    );
+}
+
+/// The header of a saved-events file for `input`.
+fn events_header(input: &Input, extra: &ExtraMemory) -> Result<Header, String> {
+    let mut images = Vec::new();
+    let mut paths: Vec<PathBuf> = Vec::new();
+    if let Some(snap) = &input.snapshot {
+        for c in &input.captures {
+            for s in &c.sources {
+                if let Some(core) = snap.core_of(&s.name) {
+                    paths.extend(core.dumps.iter().map(|d| d.path.clone()));
+                }
+            }
+        }
+    }
+    paths.extend(extra.elves.iter().cloned());
+    paths.extend(extra.raw.iter().map(|m| m.path.clone()));
+    paths.sort();
+    paths.dedup();
+    for p in paths {
+        images.push(ImageInfo::of_file(&p).map_err(|e| format!("{}: {e}", p.display()))?);
+    }
+    let sources = input
+        .captures
+        .iter()
+        .flat_map(|c| &c.sources)
+        .map(|s| SourceInfo {
+            trace_id: s.id,
+            protocol: s.protocol,
+        })
+        .collect();
+    Ok(Header {
+        input: input
+            .captures
+            .first()
+            .map(|c| c.path.display().to_string())
+            .unwrap_or_default(),
+        images,
+        sources,
+    })
+}

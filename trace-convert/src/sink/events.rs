@@ -1,0 +1,52 @@
+//! The saved-events sink (`--save-events`): every decoded event, in
+//! order, into a file that `--from-events` converts later without
+//! decoding again (format in [`crate::formats::events_file`]).
+
+use crate::formats::events_file::{EventWriter, Header};
+use crate::sink::{EventCtx, Output, RunInfo, Sink};
+use std::io;
+use trace_core::event::Event;
+
+/// Writes the events file.
+pub struct EventsSink<W: Output> {
+    writer: Option<EventWriter<W>>,
+}
+
+impl<W: Output> std::fmt::Debug for EventsSink<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventsSink").finish_non_exhaustive()
+    }
+}
+
+impl<W: Output> EventsSink<W> {
+    /// Start the file with `header`.
+    ///
+    /// # Errors
+    ///
+    /// The error of writing the header.
+    pub fn new(out: W, header: &Header) -> io::Result<EventsSink<W>> {
+        Ok(EventsSink {
+            writer: Some(EventWriter::new(out, header)?),
+        })
+    }
+}
+
+impl<W: Output> Sink for EventsSink<W> {
+    fn name(&self) -> &str {
+        "save-events"
+    }
+
+    fn event(&mut self, event: &Event, _ctx: &EventCtx<'_>) -> io::Result<()> {
+        match &mut self.writer {
+            Some(w) => w.write(event),
+            None => Err(io::Error::other("events file already finished")),
+        }
+    }
+
+    fn finish(mut self: Box<Self>, _info: &RunInfo) -> io::Result<()> {
+        match self.writer.take() {
+            Some(w) => w.finish()?.complete(),
+            None => Ok(()),
+        }
+    }
+}

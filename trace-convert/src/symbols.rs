@@ -1,0 +1,321 @@
+//! Symbolization: function names from ELF symbol tables, source lines and
+//! inlined frames from DWARF.
+//!
+//! A [`Symbolizer`] is built once from the `--elf` files and then answers
+//! per-address questions quickly: functions are kept sorted by start
+//! address and found by binary search; DWARF answers are cached per
+//! address.
+//!
+//! Function symbols are the ELF `STT_FUNC` symbols; a Thumb function's
+//! value has bit 0 set, which is cleared here (its code starts at the even
+//! address). ARM mapping symbols (`$a`, `$t`, `$d` and their `.suffix`
+//! forms) mark code and data inside sections and are never taken as
+//! function names. A symbol of size 0 extends to the next function symbol.
+//!
+//! Addresses no symbol covers have no function; converters then name code
+//! by the address where it was entered, written as `0x80001000` (eight
+//! lower-case hex digits, see [`hex_name`]). With no ELF at all (captures
+//! with only memory dumps), every name is of that form.
+
+pub mod dwarf;
+
+use object::{Object, ObjectSymbol};
+use std::path::{Path, PathBuf};
+
+pub use dwarf::{InlineFrame, SourceLine};
+
+/// Why an ELF file could not be read for symbols.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SymbolError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not an ELF file.
+    #[error("{path}: not an ELF file: {reason}")]
+    NotElf {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said.
+        reason: String,
+    },
+}
+
+/// A function from an ELF symbol table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Function {
+    /// First byte of its code (Thumb bit cleared).
+    pub start: u32,
+    /// Just past its last byte (exclusive).
+    pub end: u32,
+    /// Its name as the symbol table spells it.
+    pub name: String,
+    /// Thumb code (the symbol value had bit 0 set).
+    pub thumb: bool,
+}
+
+/// The name converters give code at `addr` that no symbol covers:
+/// `0x` and eight lower-case hex digits.
+#[must_use]
+pub fn hex_name(addr: u32) -> String {
+    format!("{addr:#010x}")
+}
+
+/// Function names and source locations of one or more ELF files.
+#[derive(Default)]
+pub struct Symbolizer {
+    functions: Vec<Function>,
+    dwarf: Vec<dwarf::DwarfInfo>,
+    files: Vec<PathBuf>,
+}
+
+impl std::fmt::Debug for Symbolizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Symbolizer")
+            .field("functions", &self.functions.len())
+            .field("dwarf", &self.dwarf.len())
+            .field("files", &self.files)
+            .finish()
+    }
+}
+
+impl Symbolizer {
+    /// A symbolizer that knows nothing: every address is unnamed.
+    #[must_use]
+    pub fn empty() -> Symbolizer {
+        Symbolizer::default()
+    }
+
+    /// Read the symbols and DWARF of each file.
+    ///
+    /// # Errors
+    ///
+    /// [`SymbolError`] when a file cannot be read or is not ELF. Damaged
+    /// or missing DWARF is not an error: that file then gives names but
+    /// no lines.
+    pub fn from_elves(paths: &[PathBuf]) -> Result<Symbolizer, SymbolError> {
+        let mut s = Symbolizer::default();
+        for p in paths {
+            s.add_elf(p)?;
+        }
+        Ok(s)
+    }
+
+    /// Add one ELF file.
+    ///
+    /// # Errors
+    ///
+    /// [`SymbolError`] when the file cannot be read or is not ELF.
+    pub fn add_elf(&mut self, path: &Path) -> Result<(), SymbolError> {
+        let bytes = std::fs::read(path).map_err(|source| SymbolError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        self.add_elf_bytes(path, &bytes)
+    }
+
+    /// Add an ELF file from memory (`path` names it in messages).
+    ///
+    /// # Errors
+    ///
+    /// [`SymbolError::NotElf`] when the bytes are not an ELF file.
+    pub fn add_elf_bytes(&mut self, path: &Path, bytes: &[u8]) -> Result<(), SymbolError> {
+        let file = object::File::parse(bytes).map_err(|e| SymbolError::NotElf {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        if file.format() != object::BinaryFormat::Elf {
+            return Err(SymbolError::NotElf {
+                path: path.to_path_buf(),
+                reason: format!("{:?} file", file.format()),
+            });
+        }
+        for sym in file.symbols() {
+            if sym.kind() != object::SymbolKind::Text || sym.is_undefined() {
+                continue;
+            }
+            let Ok(name) = sym.name() else { continue };
+            if name.is_empty() || is_mapping_symbol(name) {
+                continue;
+            }
+            let Ok(value) = u32::try_from(sym.address()) else {
+                continue;
+            };
+            let thumb = value & 1 == 1;
+            let start = value & !1;
+            let size = u32::try_from(sym.size()).unwrap_or(0);
+            self.functions.push(Function {
+                start,
+                end: start.saturating_add(size),
+                name: name.to_owned(),
+                thumb,
+            });
+        }
+        self.functions.sort_by(|a, b| {
+            a.start
+                .cmp(&b.start)
+                .then(b.end.cmp(&a.end))
+                .then(a.name.cmp(&b.name))
+        });
+        // One function per start address (aliases: keep the largest, then
+        // the first name in order).
+        self.functions
+            .dedup_by(|later, first| later.start == first.start);
+        // Size 0: up to the next function.
+        for i in 0..self.functions.len() {
+            if self.functions[i].end == self.functions[i].start {
+                let next = self
+                    .functions
+                    .get(i + 1)
+                    .map_or(self.functions[i].start.saturating_add(4), |f| f.start);
+                self.functions[i].end = next;
+            }
+        }
+        if let Some(d) = dwarf::DwarfInfo::load(&file) {
+            self.dwarf.push(d);
+        }
+        self.files.push(path.to_path_buf());
+        Ok(())
+    }
+
+    /// No ELF file was given (names will all be addresses).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// Some ELF file had DWARF line information.
+    #[must_use]
+    pub fn has_lines(&self) -> bool {
+        !self.dwarf.is_empty()
+    }
+
+    /// All functions, sorted by start address.
+    #[must_use]
+    pub fn functions(&self) -> &[Function] {
+        &self.functions
+    }
+
+    /// Index (into [`functions`](Self::functions)) of the function
+    /// covering `addr`.
+    #[must_use]
+    pub fn function_index(&self, addr: u32) -> Option<usize> {
+        let i = self.functions.partition_point(|f| f.start <= addr);
+        let i = i.checked_sub(1)?;
+        (addr < self.functions[i].end).then_some(i)
+    }
+
+    /// The function covering `addr`.
+    #[must_use]
+    pub fn function(&self, addr: u32) -> Option<&Function> {
+        self.function_index(addr).map(|i| &self.functions[i])
+    }
+
+    /// A function starts exactly at `addr`.
+    #[must_use]
+    pub fn is_entry(&self, addr: u32) -> bool {
+        let addr = addr & !1;
+        self.functions
+            .binary_search_by(|f| f.start.cmp(&addr))
+            .is_ok()
+    }
+
+    /// Source file and line of the instruction at `addr` (the innermost
+    /// inlined location), when some DWARF covers it.
+    #[must_use]
+    pub fn line(&self, addr: u32) -> Option<SourceLine> {
+        self.dwarf.iter().find_map(|d| d.line(addr))
+    }
+
+    /// The source line of `addr` with its function (symbol name, entry
+    /// address and the line of the entry), as the coverage writer takes it.
+    #[must_use]
+    pub fn line_info(&self, addr: u32) -> Option<crate::formats::coverage::LineInfo> {
+        let l = self.line(addr)?;
+        // A function belongs to the file its entry lies in as seen from
+        // the function itself (the outermost frame, not code inlined into
+        // it from a header); it is listed there only.
+        let function = self.function(addr).and_then(|f| {
+            let home = self
+                .inline_frames(f.start)
+                .last()
+                .and_then(|fr| fr.location.clone())
+                .or_else(|| self.line(f.start))?;
+            (*home.file == *l.file).then(|| (f.name.clone(), f.start, home.line))
+        });
+        Some(crate::formats::coverage::LineInfo {
+            file: l.file.to_string(),
+            line: l.line,
+            function,
+        })
+    }
+
+    /// The address of every row of the DWARF line tables (for lines that
+    /// were never reached), sorted and without repeats.
+    #[must_use]
+    pub fn line_rows(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.dwarf.iter().flat_map(|d| d.rows()).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// The frames at `addr`, innermost (inlined) first, outermost (the
+    /// real function) last; empty without DWARF for `addr`.
+    #[must_use]
+    pub fn inline_frames(&self, addr: u32) -> Vec<InlineFrame> {
+        self.dwarf
+            .iter()
+            .map(|d| d.frames(addr))
+            .find(|f| !f.is_empty())
+            .unwrap_or_default()
+    }
+}
+
+/// `$a`, `$t`, `$d`, `$x` and their `.suffix` forms.
+fn is_mapping_symbol(name: &str) -> bool {
+    let base = name.split('.').next().unwrap_or(name);
+    matches!(base, "$a" | "$t" | "$d" | "$x")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sym(start: u32, end: u32, name: &str) -> Function {
+        Function {
+            start,
+            end,
+            name: name.into(),
+            thumb: false,
+        }
+    }
+
+    #[test]
+    fn lookup_by_binary_search() {
+        let s = Symbolizer {
+            functions: vec![sym(0x100, 0x120, "a"), sym(0x120, 0x200, "b")],
+            ..Symbolizer::default()
+        };
+        assert_eq!(s.function(0x100).map(|f| f.name.as_str()), Some("a"));
+        assert_eq!(s.function(0x11e).map(|f| f.name.as_str()), Some("a"));
+        assert_eq!(s.function(0x120).map(|f| f.name.as_str()), Some("b"));
+        assert!(s.function(0xfc).is_none());
+        assert!(s.function(0x200).is_none());
+        assert!(s.is_entry(0x121), "Thumb bit ignored");
+        assert!(!s.is_entry(0x104));
+    }
+
+    #[test]
+    fn mapping_symbols_are_not_functions() {
+        assert!(is_mapping_symbol("$t"));
+        assert!(is_mapping_symbol("$d.12"));
+        assert!(!is_mapping_symbol("main"));
+        assert_eq!(hex_name(0x8000_1000), "0x80001000");
+    }
+}

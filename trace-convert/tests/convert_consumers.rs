@@ -1,0 +1,111 @@
+//! Official consumers read our outputs: inferno's flame-graph tool reads
+//! the folded stacks, and the Perfetto trace parses with Perfetto's own
+//! protobuf schema (`tests/perfetto_check.py`), with as many slices as the
+//! Chrome trace has `B` events.
+//!
+//! Needs `inferno-flamegraph` (`cargo install inferno`) and `python3` with
+//! the `perfetto` and `protobuf` packages (`pip install perfetto
+//! protobuf`); each check is skipped with a message when its tool is
+//! missing, and fails when the `CI` environment variable is set.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_trace-convert"))
+}
+
+fn missing(what: &str) {
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{what} is required when CI is set"
+    );
+    eprintln!("skipping: {what} not available");
+}
+
+fn convert_rstk(dir: &Path) -> Option<PathBuf> {
+    let data = test_support::opencsd_dir()?;
+    let out = bin()
+        .arg(data.join("tc2-ptm-rstk-t32"))
+        .arg("--out-dir")
+        .arg(dir)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(dir.to_path_buf())
+}
+
+#[test]
+fn inferno_draws_the_folded_stacks() {
+    let has = Command::new("inferno-flamegraph")
+        .arg("--help")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has {
+        missing("inferno-flamegraph (cargo install inferno)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("tc-inferno-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let Some(dir) = convert_rstk(&dir) else {
+        return;
+    };
+    let out = Command::new("inferno-flamegraph")
+        .arg(dir.join("stacks.folded"))
+        .output()
+        .expect("run inferno");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let svg = String::from_utf8_lossy(&out.stdout);
+    assert!(svg.contains("<svg"));
+    // inferno's title text for the whole graph counts every sample.
+    assert!(svg.contains("192,073 samples"), "total samples in the SVG");
+    assert!(svg.contains("0x800008e4"), "a frame name");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn perfetto_schema_reads_the_trace() {
+    let has = Command::new("python3")
+        .args(["-c", "import perfetto, google.protobuf"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has {
+        missing("python3 with perfetto and protobuf (pip install perfetto protobuf)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("tc-pftrace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let Some(dir) = convert_rstk(&dir) else {
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/perfetto_check.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(dir.join("trace.pftrace"))
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    let tracks = summary["tracks"].as_object().expect("tracks");
+    let slices: usize = tracks
+        .values()
+        .map(|t| t["slices"].as_array().map_or(0, Vec::len))
+        .sum();
+    let chrome = std::fs::read_to_string(dir.join("trace.json")).expect("chrome");
+    let begins = chrome.matches(r#""ph":"B""#).count();
+    assert!(begins > 11_000);
+    assert_eq!(slices, begins);
+    std::fs::remove_dir_all(&dir).ok();
+}

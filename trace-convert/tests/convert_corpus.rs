@@ -1,0 +1,202 @@
+//! Ground truth from real programs: the corpus programs' executed flows
+//! (recorded by an emulator) are encoded as PTM and ETMv3 trace, converted
+//! with the programs' ELF files, and the folded stacks compared with the
+//! emulator's own per-stack instruction counts (`stacks` in `*.cov.json`).
+
+mod convert_common;
+
+use convert_common::{check_chrome, folded_map, resolve, run};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use trace_convert::convert::ConvertOptions;
+use trace_convert::folded::Weight;
+use trace_convert::input::flags::SourceFlags;
+use trace_convert::input::source::Protocol;
+use trace_core::memory::{MemoryMap, Space};
+use trace_encode::{encode_etm, encode_ptm, EtmOptions, Flow, PtmOptions, Trace};
+
+fn fixtures() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/fixtures");
+    if dir.join("manifest.json").is_file() {
+        Some(dir)
+    } else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} missing",
+            dir.display()
+        );
+        eprintln!("skipping: {} not found", dir.display());
+        None
+    }
+}
+
+fn truth_stacks(cov: &Path) -> BTreeMap<String, u64> {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cov).expect("cov.json")).expect("json");
+    v["stacks"]
+        .as_object()
+        .expect("stacks")
+        .iter()
+        .map(|(k, w)| (k.clone(), w.as_u64().expect("count")))
+        .collect()
+}
+
+fn convert_trace(trace: &Trace, protocol: Protocol, elf: &Path, tmp: &Path) -> String {
+    let bin = tmp.join(format!("{}.bin", protocol.name()));
+    std::fs::write(&bin, &trace.bytes).expect("write capture");
+    let flags = SourceFlags {
+        protocol: Some(protocol),
+        etmcr: Some(trace.regs.etmcr),
+        etmccer: Some(trace.regs.etmccer),
+        etmidr: Some(trace.regs.etmidr),
+        ..SourceFlags::default()
+    };
+    let input = resolve(&bin, &flags);
+    let out = run(
+        &input,
+        &[elf.to_path_buf()],
+        Weight::Instructions,
+        &ConvertOptions::default(),
+    );
+    check_chrome(&out.chrome);
+    out.folded
+}
+
+#[test]
+fn folded_stacks_match_the_emulator() {
+    let Some(dir) = fixtures() else { return };
+    let tmp = std::env::temp_dir().join(format!("tc-corpus-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("tmp");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("ls")
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_suffix(".cov.json")
+                .map(str::to_owned)
+        })
+        .collect();
+    names.sort();
+    assert!(!names.is_empty());
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for name in &names {
+        let elf = dir.join(format!("{name}.elf"));
+        let flow =
+            Flow::parse(&std::fs::read_to_string(dir.join(format!("{name}.flow"))).expect("flow"))
+                .expect("flow parses");
+        let mut mem = MemoryMap::new();
+        mem.add_elf(&elf, Space::Any).expect("elf");
+        let truth = truth_stacks(&dir.join(format!("{name}.cov.json")));
+        let mut traces = vec![(
+            Protocol::Etmv3,
+            encode_etm(&flow.items, &mem, &EtmOptions::default()).expect("etm encode"),
+        )];
+        if !name.ends_with("-m") {
+            traces.push((
+                Protocol::Ptm,
+                encode_ptm(&flow.items, &mem, &PtmOptions::default()).expect("ptm encode"),
+            ));
+        }
+        for (protocol, trace) in traces {
+            let got = folded_map(&convert_trace(&trace, protocol, &elf, &tmp));
+            compared += 1;
+            eprintln!(
+                "{name} {}: {} stacks, {} instructions",
+                protocol.name(),
+                got.len(),
+                got.values().sum::<u64>()
+            );
+            if got != truth {
+                let diff: Vec<String> = truth
+                    .keys()
+                    .chain(got.keys())
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .filter(|k| truth.get(*k) != got.get(*k))
+                    .take(6)
+                    .map(|k| format!("{k}: truth {:?}, ours {:?}", truth.get(k), got.get(k)))
+                    .collect();
+                failures.push(format!("{name} {}: {}", protocol.name(), diff.join("; ")));
+            }
+        }
+    }
+    std::fs::remove_dir_all(&tmp).ok();
+    assert!(compared >= names.len(), "every program compared");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Function symbols (Thumb bit cleared) and DWARF lines at each function's
+/// entry, as the corpus manifest of the compiled programs gives them.
+#[test]
+fn symbols_and_lines_of_function_entries() {
+    let Some(dir) = fixtures() else { return };
+    for name in ["example-a", "example-t", "example-m", "interwork-t"] {
+        let elf = dir.join(format!("{name}.elf"));
+        let syms = trace_convert::symbols::Symbolizer::from_elves(&[elf]).expect("elf");
+        assert!(syms.has_lines());
+        let cov: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(format!("{name}.cov.json"))).expect("cov"),
+        )
+        .expect("json");
+        let mut checked = 0;
+        for f in cov["functions"].as_array().expect("functions") {
+            let addr = u32::try_from(f["addr"].as_u64().expect("addr")).expect("32-bit");
+            let want = f["name"].as_str().expect("name");
+            let got = syms.function(addr).map(|f| f.name.as_str());
+            assert_eq!(got, Some(want), "{name}: function at {addr:#x}");
+            assert!(syms.is_entry(addr));
+            let line = syms.line(addr).expect("a line at every function entry");
+            assert!(
+                line.file.ends_with(f["file"].as_str().expect("file")),
+                "{name}: {want}: {}",
+                line.file
+            );
+            assert_eq!(
+                u64::from(line.line),
+                f["line"].as_u64().expect("line"),
+                "{name}: {want}"
+            );
+            checked += 1;
+        }
+        assert!(checked >= 3, "{name}");
+    }
+}
+
+/// Inlined frames from DWARF: innermost first, the real function last.
+#[test]
+fn inlined_frames_end_in_the_real_function() {
+    let Some(dir) = fixtures() else { return };
+    let elf = dir.join("example-a.elf");
+    let syms = trace_convert::symbols::Symbolizer::from_elves(&[elf]).expect("elf");
+    let main = syms
+        .functions()
+        .iter()
+        .find(|f| f.name == "main")
+        .expect("main")
+        .clone();
+    let frames = syms.inline_frames(main.start);
+    assert_eq!(
+        frames.last().and_then(|f| f.function.as_deref()),
+        Some("main")
+    );
+    // Somewhere in the program a call was inlined: two or more frames, the
+    // outer one naming the function the symbol table says holds the code.
+    let mut inlined = 0;
+    for f in syms.functions() {
+        for addr in (f.start..f.end).step_by(4) {
+            let frames = syms.inline_frames(addr);
+            if frames.len() > 1 {
+                inlined += 1;
+                let outer = frames
+                    .last()
+                    .and_then(|x| x.function.clone())
+                    .expect("named");
+                assert!(f.name.starts_with(&outer), "{outer} vs {}", f.name);
+                assert!(frames[0].location.is_some());
+            }
+        }
+    }
+    assert!(inlined > 0, "example-a has inlined code");
+}

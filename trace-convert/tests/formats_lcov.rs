@@ -1,0 +1,277 @@
+//! LCOV tracefiles read by `genhtml` (from the `lcov` package): it must
+//! render them without a warning, and its totals must be the ones counted
+//! here from the input numbers.
+//!
+//! Without `genhtml` the tests say so and pass, unless the `CI`
+//! environment variable is set.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use trace_convert::formats::coverage::{Coverage, LcovOptions, LineInfo};
+use trace_convert::formats::lcov::{FileCoverage, FunctionCoverage, LcovReport};
+use trace_core::event::{Event, EventKind, InsnClass, Isa, Range};
+use trace_core::memory::{MemoryImage, MemoryMap, Region, Space};
+
+fn genhtml_available() -> bool {
+    let ok = Command::new("genhtml")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "genhtml is missing and CI is set"
+        );
+        eprintln!("skipping: genhtml (package lcov) not available");
+    }
+    ok
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tc-{name}-{}", std::process::id()));
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::create_dir_all(dir.join("src/lib")).expect("mkdir");
+    dir
+}
+
+/// A source file of `n` numbered lines.
+fn source(path: &Path, n: u32) {
+    let text: String = (1..=n).map(|i| format!("/* line {i} */\n")).collect();
+    std::fs::write(path, text).expect("write source");
+}
+
+/// Found / hit pairs genhtml reports: lines, functions, branches.
+type Totals = [(u64, u64); 3];
+
+/// Run genhtml on `info`; check it is silent about problems and return its
+/// overall totals, checking each percentage against its counts.
+fn genhtml(dir: &Path, info: &Path) -> Totals {
+    let out = Command::new("genhtml")
+        .arg("--branch-coverage")
+        .arg("-o")
+        .arg(dir.join("html"))
+        .arg(info)
+        .output()
+        .expect("run genhtml");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "genhtml failed:\n{text}");
+    assert!(
+        !text.contains("WARNING") && !text.contains("ERROR"),
+        "genhtml complained:\n{text}"
+    );
+    assert!(dir.join("html/index.html").is_file());
+    let mut totals = [(0, 0); 3];
+    for (k, what) in ["lines......:", "functions..:", "branches...:"]
+        .iter()
+        .enumerate()
+    {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(what))
+            .unwrap_or_else(|| panic!("no {what} in:\n{text}"));
+        // "  lines......: 66.7% (4 of 6 lines)"
+        let rest = line.trim_start()[what.len()..].trim();
+        let (pct, counts) = rest.split_once("% (").expect("percentage");
+        let mut words = counts.split_whitespace();
+        let hit: u64 = words.next().expect("hit").parse().expect("number");
+        assert_eq!(words.next(), Some("of"));
+        let found: u64 = words.next().expect("found").parse().expect("number");
+        let pct: f64 = pct.parse().expect("percentage");
+        let exact = 100.0 * hit as f64 / found as f64;
+        assert!((pct - exact).abs() <= 0.1, "{line}: {exact}");
+        totals[k] = (found, hit);
+    }
+    totals
+}
+
+#[test]
+fn genhtml_renders_a_hand_made_report() {
+    if !genhtml_available() {
+        return;
+    }
+    let dir = temp_dir("lcov");
+    let main_c = dir.join("src/main.c");
+    let util_c = dir.join("src/lib/util.c");
+    source(&main_c, 30);
+    source(&util_c, 20);
+
+    // The input numbers: (line, count), (name, first line, calls),
+    // (line, block, branch, taken).
+    let main_lines = [
+        (3, 1),
+        (4, 1),
+        (5, 7),
+        (6, 0),
+        (7, 6),
+        (12, 0),
+        (13, 0),
+        (20, 2),
+    ];
+    let main_fns = [("main", 2, 1), ("spare", 11, 0), ("tail", 19, 2)];
+    let main_br = [
+        (5, 0, 0, Some(6)),
+        (5, 0, 1, Some(1)),
+        (12, 0, 0, None),
+        (12, 0, 1, None),
+        (20, 0, 0, Some(0)),
+        (20, 0, 1, Some(2)),
+        (20, 1, 0, Some(2)),
+        (20, 1, 1, Some(0)),
+    ];
+    let util_lines = [(2, 4), (3, 4), (4, 0), (10, 9)];
+    let util_fns = [
+        ("util_a", 1, 4),
+        ("util_b", 9, 9),
+        ("util, with comma", 15, 0),
+    ];
+    let util_br = [(3, 0, 0, Some(4)), (3, 0, 1, Some(0))];
+
+    let build =
+        |lines: &[(u32, u64)], fns: &[(&str, u32, u64)], br: &[(u32, u32, u32, Option<u64>)]| {
+            let mut f = FileCoverage::default();
+            for &(l, c) in lines {
+                f.line_max(l, c);
+            }
+            for &(name, line, count) in fns {
+                f.functions
+                    .insert(name.to_owned(), FunctionCoverage { line, count });
+            }
+            for &(l, b, n, c) in br {
+                f.branches.insert((l, b, n), c);
+            }
+            f
+        };
+    let mut report = LcovReport {
+        test_name: Some("unit".into()),
+        files: BTreeMap::new(),
+    };
+    report.files.insert(
+        main_c.display().to_string(),
+        build(&main_lines, &main_fns, &main_br),
+    );
+    report.files.insert(
+        util_c.display().to_string(),
+        build(&util_lines, &util_fns, &util_br),
+    );
+    let info = dir.join("cov.info");
+    let mut file = std::fs::File::create(&info).expect("create");
+    report.write(&mut file).expect("write");
+    drop(file);
+
+    // Expected totals, counted from the input numbers.
+    let hit = |v: &[u64]| v.iter().filter(|&&c| c > 0).count() as u64;
+    let lines: Vec<u64> = main_lines.iter().chain(&util_lines).map(|l| l.1).collect();
+    let fns: Vec<u64> = main_fns.iter().chain(&util_fns).map(|f| f.2).collect();
+    let brs: Vec<u64> = main_br
+        .iter()
+        .chain(&util_br)
+        .map(|b| b.3.unwrap_or(0))
+        .collect();
+    let expected = [
+        (lines.len() as u64, hit(&lines)),
+        (fns.len() as u64, hit(&fns)),
+        (brs.len() as u64, hit(&brs)),
+    ];
+    assert_eq!(expected, [(12, 8), (6, 4), (10, 5)]);
+    assert_eq!(genhtml(&dir, &info), expected);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A32 at 0x1000: `cmp r0, #0; moveq r1, #1; bne 0x1000; bx lr`, then
+/// `bx lr` at 0x1010 (never run).
+fn memory() -> Arc<dyn MemoryImage> {
+    let code: Vec<u8> = [
+        0xE350_0000u32,
+        0x03A0_1001,
+        0x1AFF_FFFC,
+        0xE12F_FF1E,
+        0xE12F_FF1E,
+    ]
+    .iter()
+    .flat_map(|w| w.to_le_bytes())
+    .collect();
+    let data: Arc<[u8]> = code.into();
+    let mut m = MemoryMap::new();
+    m.add(Region::new("code", 0x1000, Space::Any, data.clone(), 0, data.len()).expect("region"));
+    Arc::new(m)
+}
+
+fn etm_insn(addr: u32, executed: bool) -> Event {
+    Event {
+        offset: 0,
+        id: 0x10,
+        kind: EventKind::Range(Range {
+            start: addr,
+            end: addr + 4,
+            count: 1,
+            isa: Isa::A32,
+            last_size: 4,
+            last: InsnClass::Other,
+            link: false,
+            ret: false,
+            cond: false,
+            executed,
+            cycles: None,
+            space: Space::Secure,
+        }),
+    }
+}
+
+#[test]
+fn genhtml_renders_coverage_from_events() {
+    if !genhtml_available() {
+        return;
+    }
+    let dir = temp_dir("lcov-events");
+    let loop_c = dir.join("src/loop.c");
+    source(&loop_c, 15);
+    let file = loop_c.display().to_string();
+    let lookup = |addr: u32| -> Option<LineInfo> {
+        let (line, f) = match addr {
+            0x1000 | 0x1004 => (10, ("loop", 0x1000, 9)),
+            0x1008 => (11, ("loop", 0x1000, 9)),
+            0x100C => (12, ("loop", 0x1000, 9)),
+            0x1010 => (14, ("other", 0x1010, 14)),
+            _ => return None,
+        };
+        Some(LineInfo {
+            file: file.clone(),
+            line,
+            function: Some((f.0.to_owned(), f.1, f.2)),
+        })
+    };
+    let mut c = Coverage::new(memory());
+    c.add_code(Space::Secure, 0x1000, 0x1014, Isa::A32);
+    // Two loop iterations, ETMv3 style: moveq fails then passes, bne is
+    // taken then not.
+    for (addr, e) in [
+        (0x1000, true),
+        (0x1004, false),
+        (0x1008, true),
+        (0x1000, true),
+        (0x1004, true),
+        (0x1008, false),
+        (0x100C, true),
+    ] {
+        c.add(&etm_insn(addr, e));
+    }
+    let opts = LcovOptions {
+        test_name: None,
+        conditional_instructions: true,
+    };
+    let report = c.to_lcov(lookup, [0x1000, 0x1008, 0x100C, 0x1010], &opts);
+    let info = dir.join("cov.info");
+    let mut out = std::fs::File::create(&info).expect("create");
+    report.write(&mut out).expect("write");
+    drop(out);
+    // Lines 10, 11, 12 ran, 14 did not; loop entered, other not; moveq and
+    // bne each passed and failed once (4 of 4 directions).
+    assert_eq!(genhtml(&dir, &info), [(4, 3), (2, 1), (4, 4)]);
+    std::fs::remove_dir_all(&dir).ok();
+}
