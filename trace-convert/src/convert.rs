@@ -196,6 +196,9 @@ pub struct ConvertReport {
     pub ids: BTreeMap<u8, IdReport>,
     /// Call-stack reconstruction counters.
     pub stacks: StackStats,
+    /// Per configured trace ID: the packet parser's counters (bytes,
+    /// packets, bytes skipped, errors), over every capture.
+    pub parsed: BTreeMap<u8, trace_core::demux::SourceStats>,
 }
 
 /// Feeds events to sinks with their shared context.
@@ -261,6 +264,18 @@ impl<'a> Converter<'a> {
     pub fn set_info(&mut self, input: String, sources: Vec<(u8, String)>) {
         self.info.input = input;
         self.info.sources = sources;
+    }
+
+    /// Record the packet parser's counters of a decoded capture.
+    pub fn add_parsed(&mut self, parsed: &[(u8, trace_core::demux::SourceStats)]) {
+        for (id, st) in parsed {
+            let t = self.report.parsed.entry(*id).or_default();
+            t.bytes += st.bytes;
+            t.in_packets += st.in_packets;
+            t.packets += st.packets;
+            t.skipped += st.skipped;
+            t.errors += st.errors;
+        }
     }
 
     /// Record a capture file and its size for the report.
@@ -477,7 +492,7 @@ pub fn convert_input(
             .filter_map(|s| images.get(&s.name).map(|m| (s.id, Arc::clone(m))))
             .collect();
         let mut bar = Progress::new(size, progress, &capture.path);
-        dec::decode_capture(
+        let summary = dec::decode_capture(
             capture,
             |name| {
                 images
@@ -496,6 +511,7 @@ pub fn convert_input(
             source,
         })?;
         bar.done();
+        conv.add_parsed(&summary.parsed);
     }
     conv.finish().map_err(ConvertError::Output)
 }

@@ -487,11 +487,26 @@ fn print_summary(r: &ConvertReport) {
     for (path, bytes) in &r.captures {
         eprintln!("trace-convert: {}: {bytes} bytes", path.display());
     }
+    for (id, p) in &r.parsed {
+        if !r.ids.contains_key(id) {
+            eprintln!(
+                "trace-convert: ID {id:#04x}: {} bytes, {} packets, {} bytes skipped, no instructions decoded",
+                p.bytes, p.packets, p.skipped
+            );
+        }
+    }
     for (id, c) in &r.ids {
-        let mut line = format!(
-            "trace-convert: ID {id:#04x}: {} instructions in {} ranges, {} exceptions, {} gaps, {} trace-on",
+        let mut line = format!("trace-convert: ID {id:#04x}: ");
+        if let Some(p) = r.parsed.get(id) {
+            line.push_str(&format!(
+                "{} bytes, {} packets, {} bytes skipped, ",
+                p.bytes, p.packets, p.skipped
+            ));
+        }
+        line.push_str(&format!(
+            "{} instructions in {} ranges, {} exceptions, {} gaps, {} trace-on",
             c.instructions, c.ranges, c.exceptions, c.gaps, c.trace_on
-        );
+        ));
         if c.cycles > 0 {
             line.push_str(&format!(", {} cycles", c.cycles));
         }

@@ -11,7 +11,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 use trace_core::decode::{Decoder, DecoderConfig};
-use trace_core::demux::Item;
+use trace_core::demux::{Demux, Item, SourceStats};
 use trace_core::event::{Event, EventKind};
 use trace_core::memory::{MemoryError, MemoryImage, MemoryMap, Space};
 
@@ -105,6 +105,20 @@ pub fn memory_for(
 pub struct DecodeSummary {
     /// Per trace ID: events, instructions and ranges.
     pub sources: Vec<(u8, SourceCounts)>,
+    /// Per configured trace ID: the packet parser's counters (bytes,
+    /// packets, bytes skipped, errors).
+    pub parsed: Vec<(u8, SourceStats)>,
+    /// Bytes read from the capture.
+    pub bytes: u64,
+}
+
+/// The parser counters of every configured trace ID of `demux`.
+pub(crate) fn parsed(demux: &Demux) -> Vec<(u8, SourceStats)> {
+    demux
+        .ids()
+        .into_iter()
+        .filter_map(|id| demux.stats(id).map(|s| (id, s)))
+        .collect()
 }
 
 /// Counters of one trace source.
@@ -185,7 +199,7 @@ pub fn decode_sequential(
         failure: None,
         each: &mut each,
     };
-    stream_capture(spec, |items| {
+    let (demux, bytes) = stream_capture(spec, |items| {
         for item in items {
             match item {
                 Item::Packet { id, offset, packet } => {
@@ -230,6 +244,8 @@ pub fn decode_sequential(
             .into_iter()
             .map(|id| (id, counts[usize::from(id)]))
             .collect(),
+        parsed: parsed(&demux),
+        bytes,
     })
 }
 

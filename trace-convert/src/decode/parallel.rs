@@ -368,6 +368,8 @@ pub fn decode_parallel(
                 (id, counts[usize::from(id)])
             })
             .collect(),
+        parsed: super::parsed(&demux),
+        bytes: read,
     };
     Ok((summary, stats))
 }
