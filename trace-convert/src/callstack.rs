@@ -241,10 +241,18 @@ struct Thread {
 /// The call stacks of every thread.
 #[derive(Debug)]
 pub struct CallStacks {
-    threads: FastMap<ThreadKey, Thread>,
-    context: FastMap<u8, Option<u32>>,
+    /// Every thread's stack, with its key at the same index in `keys`.
+    threads: Vec<Thread>,
+    keys: Vec<ThreadKey>,
+    slots: FastMap<ThreadKey, usize>,
+    /// Per trace ID: its current context ID.
+    context: Vec<Option<u32>>,
+    /// Per trace ID: the index of its current thread, or `usize::MAX`.
+    current_slot: Vec<usize>,
     names: Names,
     call_targets: FastSet<u32>,
+    /// The function last found by `function_of`: start, end, index.
+    fn_cache: Option<(u32, u32, usize)>,
     max_depth: usize,
     stats: StackStats,
     closed: Vec<Frame>,
@@ -262,10 +270,14 @@ impl CallStacks {
     #[must_use]
     pub fn new(max_depth: usize) -> CallStacks {
         CallStacks {
-            threads: FastMap::default(),
-            context: FastMap::default(),
+            threads: Vec::new(),
+            keys: Vec::new(),
+            slots: FastMap::default(),
+            context: vec![None; 256],
+            current_slot: vec![usize::MAX; 256],
             names: Names::default(),
             call_targets: FastSet::default(),
+            fn_cache: None,
             max_depth: max_depth.max(1),
             stats: StackStats::default(),
             closed: Vec::new(),
@@ -300,7 +312,13 @@ impl CallStacks {
     /// The stack of `thread`, outermost first.
     #[must_use]
     pub fn stack(&self, thread: ThreadKey) -> &[Frame] {
-        self.threads.get(&thread).map_or(&[], |t| &t.frames)
+        let cur = self.current_slot[usize::from(thread.id)];
+        let i = if self.keys.get(cur) == Some(&thread) {
+            Some(cur)
+        } else {
+            self.slots.get(&thread).copied()
+        };
+        i.map_or(&[], |i| &self.threads[i].frames)
     }
 
     /// The thread events of trace ID `id` currently belong to.
@@ -308,7 +326,7 @@ impl CallStacks {
     pub fn current(&self, id: u8) -> ThreadKey {
         ThreadKey {
             id,
-            context: self.context.get(&id).copied().flatten(),
+            context: self.context[usize::from(id)],
         }
     }
 
@@ -316,8 +334,9 @@ impl CallStacks {
     #[must_use]
     pub fn open_threads(&self, id: u8) -> Vec<ThreadKey> {
         let mut v: Vec<ThreadKey> = self
-            .threads
+            .keys
             .iter()
+            .zip(&self.threads)
             .filter(|(k, t)| k.id == id && !t.frames.is_empty())
             .map(|(k, _)| *k)
             .collect();
@@ -329,8 +348,9 @@ impl CallStacks {
     #[must_use]
     pub fn all_open_threads(&self) -> Vec<ThreadKey> {
         let mut v: Vec<ThreadKey> = self
-            .threads
+            .keys
             .iter()
+            .zip(&self.threads)
             .filter(|(_, t)| !t.frames.is_empty())
             .map(|(k, _)| *k)
             .collect();
@@ -343,7 +363,12 @@ impl CallStacks {
     pub fn close_all(&mut self, thread: ThreadKey) {
         self.closed.clear();
         self.opened.clear();
-        if let Some(t) = self.threads.get_mut(&thread) {
+        if let Some(t) = self
+            .slots
+            .get(&thread)
+            .copied()
+            .and_then(|i| self.threads.get_mut(i))
+        {
             self.closed.extend(t.frames.drain(..).rev());
             t.overflow = 0;
             t.pending = Pending::None;
@@ -360,13 +385,27 @@ impl CallStacks {
     pub fn apply(&mut self, event: &Event, time: u64, symbols: &Symbolizer) -> ThreadKey {
         self.closed.clear();
         self.opened.clear();
+        let id = usize::from(event.id);
         if let EventKind::Context(c) = &event.kind {
-            if c.context_id.is_some() {
-                self.context.insert(event.id, c.context_id);
+            if c.context_id.is_some() && c.context_id != self.context[id] {
+                self.context[id] = c.context_id;
+                self.current_slot[id] = usize::MAX;
             }
         }
         let key = self.current(event.id);
-        let mut t = std::mem::take(self.threads.entry(key).or_default());
+        let slot = match self.current_slot[id] {
+            usize::MAX => {
+                let i = *self.slots.entry(key).or_insert_with(|| {
+                    self.threads.push(Thread::default());
+                    self.keys.push(key);
+                    self.threads.len() - 1
+                });
+                self.current_slot[id] = i;
+                i
+            }
+            i => i,
+        };
+        let mut t = std::mem::take(&mut self.threads[slot]);
         match &event.kind {
             EventKind::Range(r) => self.range(&mut t, r, time, symbols),
             EventKind::Exception { ret, .. } => self.exception(&mut t, *ret, time, symbols),
@@ -393,9 +432,7 @@ impl CallStacks {
             _ => {}
         }
         self.stats.max_depth = self.stats.max_depth.max(t.frames.len() as u64 + t.overflow);
-        if let Some(slot) = self.threads.get_mut(&key) {
-            *slot = t;
-        }
+        self.threads[slot] = t;
         key
     }
 
@@ -516,8 +553,8 @@ impl CallStacks {
         let other_function = if symbols.is_empty() {
             self.call_targets.contains(&target)
         } else {
-            let here = symbols.function_index(top.entry);
-            let there = symbols.function_index(target);
+            let here = self.function_of(symbols, top.entry);
+            let there = self.function_of(symbols, target);
             there.is_some() && there != here
         };
         if other_function {
@@ -531,6 +568,21 @@ impl CallStacks {
             let f = self.code_frame(kind, target, top.ret, time, symbols);
             self.push(t, f);
         }
+    }
+
+    /// The index of the function covering `addr`; the last one found is
+    /// remembered, as branches mostly stay inside one function.
+    fn function_of(&mut self, symbols: &Symbolizer, addr: u32) -> Option<usize> {
+        if let Some((start, end, i)) = self.fn_cache {
+            if (start..end).contains(&addr) {
+                return Some(i);
+            }
+        }
+        let i = symbols.function_index(addr)?;
+        if let Some(f) = symbols.functions().get(i) {
+            self.fn_cache = Some((f.start, f.end, i));
+        }
+        Some(i)
     }
 
     fn range(&mut self, t: &mut Thread, r: &Range, time: u64, symbols: &Symbolizer) {

@@ -16,7 +16,6 @@
 //!
 //! Each trace ID (core) has its own position on the clock.
 
-use crate::callstack::FastMap;
 use trace_core::event::{Event, EventKind};
 
 /// What the clock counts.
@@ -136,10 +135,11 @@ struct CoreClock {
 }
 
 /// The position of each core on the run's clock.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Clocks {
     info: ClockInfo,
-    cores: FastMap<u8, CoreClock>,
+    /// Per trace ID.
+    cores: Vec<CoreClock>,
     first_timestamp: Option<u64>,
 }
 
@@ -173,7 +173,8 @@ impl Clocks {
     pub fn new(info: ClockInfo) -> Clocks {
         Clocks {
             info,
-            ..Clocks::default()
+            cores: vec![CoreClock::default(); 256],
+            first_timestamp: None,
         }
     }
 
@@ -186,14 +187,14 @@ impl Clocks {
     /// The current time of core `id`.
     #[must_use]
     pub fn now(&self, id: u8) -> u64 {
-        self.cores.get(&id).map_or(0, |c| c.now)
+        self.cores[usize::from(id)].now
     }
 
     /// Advance core `event.id`'s clock over `event`.
     pub fn advance(&mut self, event: &Event) -> Span {
         let cycles = cycles_of(&event.kind);
         let kind = self.info.kind;
-        let core = self.cores.entry(event.id).or_default();
+        let core = &mut self.cores[usize::from(event.id)];
         let start = core.now;
         match (kind, &event.kind) {
             (ClockKind::Cycles, _) => core.now = core.now.saturating_add(cycles),

@@ -210,8 +210,10 @@ pub struct Converter<'a> {
     info: RunInfo,
     report: ConvertReport,
     began: bool,
-    last_offset: crate::callstack::FastMap<u8, u64>,
-    ids: crate::callstack::FastMap<u8, IdReport>,
+    /// Per trace ID: the offset of its last event.
+    last_offset: Vec<u64>,
+    /// Per trace ID: its counters, once it has events.
+    ids: Vec<Option<IdReport>>,
 }
 
 impl std::fmt::Debug for Converter<'_> {
@@ -244,8 +246,8 @@ impl<'a> Converter<'a> {
                 ..ConvertReport::default()
             },
             began: false,
-            last_offset: crate::callstack::FastMap::default(),
-            ids: crate::callstack::FastMap::default(),
+            last_offset: vec![0; 256],
+            ids: vec![None; 256],
         }
     }
 
@@ -307,7 +309,7 @@ impl<'a> Converter<'a> {
     pub fn event(&mut self, e: &Event, memory: Option<&dyn MemoryImage>) -> io::Result<()> {
         self.begin()?;
         self.count(e);
-        self.last_offset.insert(e.id, e.offset);
+        self.last_offset[usize::from(e.id)] = e.offset;
         if e.kind == EventKind::EndOfTrace {
             return self.end_of(e, memory);
         }
@@ -317,7 +319,7 @@ impl<'a> Converter<'a> {
     }
 
     fn count(&mut self, e: &Event) {
-        let r = self.ids.entry(e.id).or_default();
+        let r = self.ids[usize::from(e.id)].get_or_insert_with(IdReport::default);
         r.events += 1;
         r.cycles += crate::clock::cycles_of(&e.kind);
         match e.kind {
@@ -396,7 +398,7 @@ impl<'a> Converter<'a> {
         self.begin()?;
         for t in self.stacks.all_open_threads() {
             let e = Event {
-                offset: self.last_offset.get(&t.id).copied().unwrap_or(0),
+                offset: self.last_offset[usize::from(t.id)],
                 id: t.id,
                 kind: EventKind::EndOfTrace,
             };
@@ -414,7 +416,10 @@ impl<'a> Converter<'a> {
             s.finish(&self.info).map_err(|e| annotate(&name, e))?;
         }
         self.report.stacks = self.stacks.stats();
-        self.report.ids = self.ids.into_iter().collect();
+        self.report.ids = (0u8..=255)
+            .zip(self.ids)
+            .filter_map(|(id, r)| r.map(|r| (id, r)))
+            .collect();
         Ok(self.report)
     }
 }
