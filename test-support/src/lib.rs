@@ -6,6 +6,9 @@
 //! `CI` environment variable is set, a missing folder fails the test.
 
 pub mod opencsd_frames;
+pub mod rng;
+
+pub use rng::Rng;
 
 use std::path::{Path, PathBuf};
 

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use test_support::Rng;
 use trace_convert::decode::{decode_capture, memory_for, DecodeSummary, ExtraMemory};
 use trace_convert::input::source::CaptureSpec;
 use trace_convert::input::{flags::SourceFlags, resolve, Input};
@@ -286,22 +287,6 @@ fn first_difference(a: &[&Event], b: &[&Event]) -> Option<String> {
     ))
 }
 
-/// A small deterministic generator (xorshift), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// Kinds of local damage: the bytes `[pos, pos + removed)` of the clean
 /// capture are replaced by `inserted` bytes.
 #[derive(Debug, Clone, Copy)]
@@ -329,7 +314,7 @@ fn local_damage(case: &Case, kind: Local, trials: usize) {
             }
             Local::Insert => {
                 let n = unit * (1 + rng.below(4));
-                let garbage: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+                let garbage: Vec<u8> = (0..n).map(|_| rng.next_u64() as u8).collect();
                 bytes.splice(pos..pos, garbage);
                 (0, n)
             }

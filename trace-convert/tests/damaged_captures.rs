@@ -2,6 +2,7 @@
 //! parsers report the damage, resynchronize at the next A-sync, and from
 //! the next I-sync on every packet equals the clean decode.
 
+use test_support::Rng;
 use trace_convert::input::{flags::SourceFlags, resolve, source::CaptureSpec};
 use trace_convert::packets::{demux_for, PacketRecord};
 use trace_core::demux::{AnyPacket, Item};
@@ -49,22 +50,6 @@ fn decode(spec: &CaptureSpec, bytes: &[u8], chunk: usize) -> Decoded {
         }
     }
     d
-}
-
-/// A small deterministic generator (xorshift), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 /// Packets of `id` from the first I-sync after the first A-sync at or
@@ -125,7 +110,7 @@ fn check_capture(snapshot: &str, trials: usize) {
         };
         let shift = if insert {
             let n = unit * (1 + rng.below(7));
-            let garbage: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+            let garbage: Vec<u8> = (0..n).map(|_| rng.next_u64() as u8).collect();
             bytes.splice(pos..pos, garbage);
             n as i64
         } else {
