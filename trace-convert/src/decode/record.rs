@@ -164,6 +164,58 @@ pub enum EventFormat {
     Jsonl,
 }
 
+/// A range as a JSONL line, the same bytes `serde_json` writes for its
+/// [`EventRecord`] (ranges are nearly every line of a listing, so they are
+/// written without building the record).
+fn write_range_json<W: Write + ?Sized>(
+    out: &mut W,
+    e: &Event,
+    r: &trace_core::event::Range,
+) -> io::Result<()> {
+    let mut line = [0u8; 320];
+    let mut at = 0;
+    let mut put = |bytes: &[u8]| {
+        line[at..at + bytes.len()].copy_from_slice(bytes);
+        at += bytes.len();
+    };
+    let mut num = itoa::Buffer::new();
+    let flag = |b: bool| -> &'static [u8] {
+        if b {
+            b"true"
+        } else {
+            b"false"
+        }
+    };
+    put(b"{\"offset\":");
+    put(num.format(e.offset).as_bytes());
+    put(b",\"id\":");
+    put(num.format(e.id).as_bytes());
+    put(b",\"kind\":\"range\",\"start\":");
+    put(num.format(r.start).as_bytes());
+    put(b",\"end\":");
+    put(num.format(r.end).as_bytes());
+    put(b",\"count\":");
+    put(num.format(r.count).as_bytes());
+    put(b",\"isa\":\"");
+    put(r.isa.name().as_bytes());
+    put(b"\",\"executed\":");
+    put(flag(r.executed));
+    put(b",\"last\":\"");
+    put(r.last.name().as_bytes());
+    put(b"\",\"link\":");
+    put(flag(r.link));
+    put(b",\"ret\":");
+    put(flag(r.ret));
+    put(b",\"cond\":");
+    put(flag(r.cond));
+    if let Some(c) = r.cycles {
+        put(b",\"cycles\":");
+        put(num.format(c).as_bytes());
+    }
+    put(b"}\n");
+    out.write_all(&line[..at])
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -219,6 +271,9 @@ pub fn write_event<W: Write + ?Sized>(
     }
     match format {
         EventFormat::Jsonl => {
+            if let EventKind::Range(r) = &e.kind {
+                return write_range_json(out, e, r);
+            }
             serde_json::to_writer(&mut *out, &EventRecord::from_event(e))?;
             out.write_all(b"\n")
         }
@@ -273,5 +328,57 @@ pub fn write_event<W: Write + ?Sized>(
                 EventKind::EndOfTrace => writeln!(out, "end of trace"),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn range_lines_are_the_records_serde_writes() {
+        use trace_core::event::{InsnClass, Isa, Range};
+        use trace_core::memory::Space;
+        let classes = [
+            InsnClass::Other,
+            InsnClass::Branch,
+            InsnClass::IndirectBranch,
+            InsnClass::Isb,
+            InsnClass::Barrier,
+        ];
+        let mut n = 0u32;
+        for (k, last) in classes.into_iter().enumerate() {
+            for bits in 0..64u32 {
+                let r = Range {
+                    start: 0xFFFF_FFF0u32.wrapping_mul(bits + 1),
+                    end: bits * 4,
+                    count: bits * 977,
+                    isa: if bits & 1 == 0 { Isa::A32 } else { Isa::T32 },
+                    last_size: 4,
+                    last,
+                    link: bits & 2 != 0,
+                    ret: bits & 4 != 0,
+                    cond: bits & 8 != 0,
+                    executed: bits & 16 != 0,
+                    cycles: (bits & 32 != 0).then_some(u32::MAX - bits),
+                    space: Space::Any,
+                };
+                let e = Event {
+                    offset: u64::MAX - u64::from(bits) * k as u64,
+                    id: (bits as u8) ^ 0x7f,
+                    kind: EventKind::Range(r),
+                };
+                let mut fast = Vec::new();
+                write_event(&mut fast, EventFormat::Jsonl, &e, None).expect("write");
+                let mut serde = serde_json::to_vec(&EventRecord::from_event(&e)).expect("json");
+                serde.push(b'\n');
+                assert_eq!(
+                    String::from_utf8_lossy(&fast),
+                    String::from_utf8_lossy(&serde)
+                );
+                n += 1;
+            }
+        }
+        assert_eq!(n, 320);
     }
 }
