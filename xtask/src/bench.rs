@@ -243,6 +243,68 @@ fn decode_file(input: &Input, spec: &CaptureSpec, jobs: Option<usize>) -> Result
 /// A copy of snapshot `src` in `dir` whose trace buffer file is `unit`
 /// repeated up to `size` bytes (the other files are copied); returns the
 /// copy and its buffer's path.
+/// A snapshot directory under `dir` whose capture is the corpus program
+/// `example` encoded by trace-encode and repeated to `size` bytes (streamed
+/// to the file): cycle-accurate PTM with the return stack from the T32
+/// build, or cycle-accurate ETMv3.5 from the A32 build, raw.
+fn encoded_snapshot(dir: &Path, ptm: bool, size: usize) -> Result<(PathBuf, PathBuf), String> {
+    use std::io::Write;
+    use trace_core::memory::{MemoryMap, Space};
+    use trace_encode::snapshot::{dumps_of, write_snapshot, BufferFormat, Core, SnapshotSpec};
+    use trace_encode::{encode_etm, encode_ptm, write_repeated, Encoding, EtmOptions, Flow};
+    let fixture = if ptm { "example-t" } else { "example-a" };
+    let fixtures = crate::root().join("corpus/fixtures");
+    let text = std::fs::read_to_string(fixtures.join(format!("{fixture}.flow")))
+        .map_err(|e| format!("corpus fixture {fixture}: {e}"))?;
+    let flow = Flow::parse(&text).map_err(|e| e.to_string())?;
+    let mut mem = MemoryMap::new();
+    mem.add_elf(&fixtures.join(format!("{fixture}.elf")), Space::Any)
+        .map_err(|e| e.to_string())?;
+    let encoding = if ptm {
+        Encoding::Ptm(trace_encode::PtmOptions {
+            return_stack: true,
+            cycle_accurate: true,
+            ..trace_encode::PtmOptions::default()
+        })
+    } else {
+        Encoding::Etm(EtmOptions {
+            cycle_accurate: true,
+            ..EtmOptions::default()
+        })
+    };
+    let sample = match &encoding {
+        Encoding::Ptm(o) => encode_ptm(&flow.items, &mem, o),
+        Encoding::Etm(o) => encode_etm(&flow.items, &mem, o),
+    }
+    .map_err(|e| e.to_string())?;
+    let out = dir.join(format!("encoded-{fixture}"));
+    let spec = SnapshotSpec {
+        cores: vec![Core {
+            name: "cpu_0".into(),
+            kind: "Cortex-A9".into(),
+            pc: 0,
+            dumps: dumps_of(&mem),
+        }],
+        sources: vec![trace_encode::snapshot::Source {
+            name: "source_0".into(),
+            protocol: sample.protocol,
+            regs: sample.regs,
+            id: 0x10,
+            core: "cpu_0".into(),
+        }],
+        trace: Vec::new(),
+        format: BufferFormat::SourceData,
+        timestamp_hz: None,
+    };
+    write_snapshot(&out, &spec).map_err(|e| e.to_string())?;
+    let file = out.join("trace.bin");
+    let f = std::fs::File::create(&file).map_err(|e| e.to_string())?;
+    let mut w = std::io::BufWriter::new(f);
+    write_repeated(&flow.items, &mem, &encoding, size as u64, &mut w).map_err(|e| e.to_string())?;
+    w.flush().map_err(|e| e.to_string())?;
+    Ok((out, file))
+}
+
 fn snapshot_with(
     src: &Path,
     dir: &Path,
@@ -608,11 +670,25 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
     // child process (for its peak memory): one thread, then all.
     let (ptm_snap, ptm_file) = snapshot_with(&rstk_dir, &tmp.0, &unit, opts.file_size)?;
     let (tc2_snap, tc2_file) = snapshot_with(&tc2_dir, &tmp.0, &capture, opts.file_size)?;
+    let (enc_ptm_snap, enc_ptm_file) = encoded_snapshot(&tmp.0, true, opts.file_size)?;
+    let (enc_etm_snap, enc_etm_file) = encoded_snapshot(&tmp.0, false, opts.file_size)?;
     drop((ptm, etm, sessions));
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
     for (name, snap, file, base) in [
         ("PTM raw file", &ptm_snap, &ptm_file, ptm_base),
         ("TC2 sessions file", &tc2_snap, &tc2_file, sessions_base),
+        (
+            "encoder PTM file (example)",
+            &enc_ptm_snap,
+            &enc_ptm_file,
+            ptm_base,
+        ),
+        (
+            "encoder ETMv3 file (example)",
+            &enc_etm_snap,
+            &enc_etm_file,
+            etm_base,
+        ),
     ] {
         let bytes = std::fs::metadata(file).map_or(0, |m| m.len()) as usize;
         let mut one = None;
