@@ -249,17 +249,12 @@ fn decode_file(input: &Input, spec: &CaptureSpec, jobs: Option<usize>) -> Result
 /// build, or cycle-accurate ETMv3.5 from the A32 build, raw.
 fn encoded_snapshot(dir: &Path, ptm: bool, size: usize) -> Result<(PathBuf, PathBuf), String> {
     use std::io::Write;
-    use trace_core::memory::{MemoryMap, Space};
     use trace_encode::snapshot::{dumps_of, write_snapshot, BufferFormat, Core, SnapshotSpec};
-    use trace_encode::{encode_etm, encode_ptm, write_repeated, Encoding, EtmOptions, Flow};
+    use trace_encode::{encode_etm, encode_ptm, write_repeated, Encoding, EtmOptions};
     let fixture = if ptm { "example-t" } else { "example-a" };
-    let fixtures = crate::root().join("corpus/fixtures");
-    let text = std::fs::read_to_string(fixtures.join(format!("{fixture}.flow")))
-        .map_err(|e| format!("corpus fixture {fixture}: {e}"))?;
-    let flow = Flow::parse(&text).map_err(|e| e.to_string())?;
-    let mut mem = MemoryMap::new();
-    mem.add_elf(&fixtures.join(format!("{fixture}.elf")), Space::Any)
-        .map_err(|e| e.to_string())?;
+    let crate::example::Fixture {
+        flow, memory: mem, ..
+    } = crate::example::fixture(fixture)?;
     let encoding = if ptm {
         Encoding::Ptm(trace_encode::PtmOptions {
             return_stack: true,
@@ -461,19 +456,16 @@ fn sink_rows(opts: &Opts, dir: &Path, rows: &mut Vec<Row>) -> Result<(), String>
     use trace_convert::sink::lcov::LcovSink;
     use trace_convert::sink::perfetto::PerfettoSink;
     use trace_convert::symbols::Symbolizer;
-    use trace_core::memory::{MemoryMap, Space};
-    use trace_encode::{write_repeated, Encoding, Flow, PtmOptions};
+    use trace_encode::{write_repeated, Encoding, PtmOptions};
 
     if !opts.wants("sink") {
         return Ok(());
     }
-    let fixtures = crate::root().join("corpus/fixtures");
-    let elf = fixtures.join("example-t.elf");
-    let text = std::fs::read_to_string(fixtures.join("example-t.flow"))
-        .map_err(|e| format!("corpus fixture: {e}"))?;
-    let flow = Flow::parse(&text).map_err(|e| e.to_string())?;
-    let mut map = MemoryMap::new();
-    map.add_elf(&elf, Space::Any).map_err(|e| e.to_string())?;
+    let crate::example::Fixture {
+        flow,
+        elf,
+        memory: map,
+    } = crate::example::fixture("example-t")?;
     let ptm = PtmOptions {
         return_stack: true,
         cycle_accurate: true,

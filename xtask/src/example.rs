@@ -12,7 +12,7 @@
 
 use crate::root;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use trace_core::memory::{MemoryMap, Space};
 use trace_encode::capture::{format_capture, Layout, Source};
 use trace_encode::snapshot::{dumps_of, write_snapshot, BufferFormat, Core, SnapshotSpec};
@@ -28,11 +28,22 @@ const TRACE_ID: u8 = 0x10;
 /// Timestamp counter frequency written to `trace.ini`.
 const TIMESTAMP_HZ: u64 = 100_000_000;
 
-/// Build the example snapshot from the committed fixture.
-pub fn generate() -> Result<(), String> {
+/// A committed corpus fixture (`example-t`, ...): its recorded flow, its
+/// ELF file and the memory image loaded from it.
+pub struct Fixture {
+    /// The executed flow.
+    pub flow: Flow,
+    /// The ELF file.
+    pub elf: PathBuf,
+    /// The ELF's loadable segments.
+    pub memory: MemoryMap,
+}
+
+/// Load the committed corpus fixture `name`.
+pub fn fixture(name: &str) -> Result<Fixture, String> {
     let fixtures = root().join("corpus/fixtures");
-    let elf = fixtures.join(format!("{FIXTURE}.elf"));
-    let flow_path = fixtures.join(format!("{FIXTURE}.flow"));
+    let elf = fixtures.join(format!("{name}.elf"));
+    let flow_path = fixtures.join(format!("{name}.flow"));
     let text = fs::read_to_string(&flow_path)
         .map_err(|e| format!("{}: {e} (run cargo xtask gen-corpus)", flow_path.display()))?;
     let flow = Flow::parse(&text).map_err(|e| format!("{}: {e}", flow_path.display()))?;
@@ -40,6 +51,12 @@ pub fn generate() -> Result<(), String> {
     memory
         .add_elf(&elf, Space::Any)
         .map_err(|e| format!("{}: {e}", elf.display()))?;
+    Ok(Fixture { flow, elf, memory })
+}
+
+/// Build the example snapshot from the committed fixture.
+pub fn generate() -> Result<(), String> {
+    let Fixture { flow, elf, memory } = fixture(FIXTURE)?;
     let opts = PtmOptions {
         return_stack: true,
         cycle_accurate: true,
