@@ -236,6 +236,26 @@ struct Thread {
     overflow: u64,
     pending: Pending,
     prev_end: Option<u32>,
+    /// A filter of the frames' return addresses ([`ret_bit`] of each):
+    /// an address whose bit is clear is no frame's return address.
+    rets: u64,
+}
+
+impl Thread {
+    /// Make `rets` again from the frames (after frames were closed).
+    fn refilter(&mut self) {
+        self.rets = self
+            .frames
+            .iter()
+            .filter_map(|f| f.ret)
+            .fold(0, |m, r| m | ret_bit(r));
+    }
+}
+
+/// The bit of a return address in [`Thread::rets`].
+#[inline]
+fn ret_bit(addr: u32) -> u64 {
+    1 << (((addr >> 1) ^ (addr >> 7)) % 64)
 }
 
 /// The call stacks of every thread.
@@ -249,6 +269,14 @@ pub struct CallStacks {
     context: Vec<Option<u32>>,
     /// Per trace ID: the index of its current thread, or `usize::MAX`.
     current_slot: Vec<usize>,
+    /// Everything but the threads, so that a thread and the rest can be
+    /// borrowed at once.
+    shared: Shared,
+}
+
+/// The state shared by all threads.
+#[derive(Debug)]
+struct Shared {
     names: Names,
     call_targets: FastSet<u32>,
     /// The function last found by `function_of`: start, end, index.
@@ -275,38 +303,47 @@ impl CallStacks {
             slots: FastMap::default(),
             context: vec![None; 256],
             current_slot: vec![usize::MAX; 256],
-            names: Names::default(),
-            call_targets: FastSet::default(),
-            fn_cache: None,
-            max_depth: max_depth.max(1),
-            stats: StackStats::default(),
-            closed: Vec::new(),
-            opened: Vec::new(),
+            shared: Shared {
+                names: Names::default(),
+                call_targets: FastSet::default(),
+                fn_cache: None,
+                max_depth: max_depth.max(1),
+                stats: StackStats::default(),
+                closed: Vec::new(),
+                opened: Vec::new(),
+            },
         }
     }
 
     /// Frame names.
     #[must_use]
     pub fn names(&self) -> &Names {
-        &self.names
+        &self.shared.names
     }
 
     /// Counters so far.
     #[must_use]
     pub fn stats(&self) -> StackStats {
-        self.stats
+        self.shared.stats
     }
 
     /// Frames the last call closed, innermost first.
     #[must_use]
     pub fn closed(&self) -> &[Frame] {
-        &self.closed
+        &self.shared.closed
+    }
+
+    /// Whether the last call opened or closed frames.
+    #[must_use]
+    #[inline]
+    pub fn changed(&self) -> bool {
+        !self.shared.closed.is_empty() || !self.shared.opened.is_empty()
     }
 
     /// Frames the last call opened, outermost first.
     #[must_use]
     pub fn opened(&self) -> &[Frame] {
-        &self.opened
+        &self.shared.opened
     }
 
     /// The stack of `thread`, outermost first.
@@ -361,19 +398,53 @@ impl CallStacks {
     /// Close every frame of `thread` (the end of its trace): afterwards
     /// [`closed`](Self::closed) lists them.
     pub fn close_all(&mut self, thread: ThreadKey) {
-        self.closed.clear();
-        self.opened.clear();
+        self.shared.closed.clear();
+        self.shared.opened.clear();
         if let Some(t) = self
             .slots
             .get(&thread)
             .copied()
             .and_then(|i| self.threads.get_mut(i))
         {
-            self.closed.extend(t.frames.drain(..).rev());
+            self.shared.closed.extend(t.frames.drain(..).rev());
+            t.rets = 0;
             t.overflow = 0;
             t.pending = Pending::None;
             t.prev_end = None;
         }
+    }
+
+    /// [`apply`](Self::apply) for a range of trace ID `id` that opens and
+    /// closes no frame, the most common event, done quickly: when the
+    /// range goes on sequentially from the one before, or is the target of
+    /// a branch inside the innermost frame's function (to no return
+    /// address on the stack), it is applied and its thread returned.
+    /// Otherwise nothing changes and `None` says to use `apply`.
+    #[inline]
+    pub fn quiet_range(&mut self, id: u8, r: &Range, symbols: &Symbolizer) -> Option<ThreadKey> {
+        let slot = *self.current_slot.get(usize::from(id))?;
+        let t = self.threads.get_mut(slot)?;
+        let top = t.frames.last()?;
+        let target = r.start;
+        let quiet = t.overflow == 0
+            && match t.pending {
+                Pending::None => t.prev_end == Some(target),
+                Pending::Branch => {
+                    t.rets & ret_bit(target) == 0
+                        && (top.entry == target
+                            || (!symbols.is_empty()
+                                && self.shared.same_function_cached(top.entry, target)))
+                }
+                _ => false,
+            };
+        if !quiet {
+            return None;
+        }
+        t.pending = pending_after(r);
+        t.prev_end = Some(r.end);
+        self.shared.closed.clear();
+        self.shared.opened.clear();
+        self.keys.get(slot).copied()
     }
 
     /// Apply `event` (at clock ticks `time`) to its thread's stack and
@@ -382,9 +453,10 @@ impl CallStacks {
     /// [`EventKind::EndOfTrace`] changes nothing here: use
     /// [`close_all`](Self::close_all) for each of
     /// [`open_threads`](Self::open_threads).
+    #[inline]
     pub fn apply(&mut self, event: &Event, time: u64, symbols: &Symbolizer) -> ThreadKey {
-        self.closed.clear();
-        self.opened.clear();
+        self.shared.closed.clear();
+        self.shared.opened.clear();
         let id = usize::from(event.id);
         if let EventKind::Context(c) = &event.kind {
             if c.context_id.is_some() && c.context_id != self.context[id] {
@@ -394,24 +466,39 @@ impl CallStacks {
         }
         let key = self.current(event.id);
         let slot = match self.current_slot[id] {
-            usize::MAX => {
-                let i = *self.slots.entry(key).or_insert_with(|| {
-                    self.threads.push(Thread::default());
-                    self.keys.push(key);
-                    self.threads.len() - 1
-                });
-                self.current_slot[id] = i;
-                i
-            }
+            usize::MAX => self.slot_of(key),
             i => i,
         };
-        let mut t = std::mem::take(&mut self.threads[slot]);
-        match &event.kind {
-            EventKind::Range(r) => self.range(&mut t, r, time, symbols),
-            EventKind::Exception { ret, .. } => self.exception(&mut t, *ret, time, symbols),
+        let Some(t) = self.threads.get_mut(slot) else {
+            return key;
+        };
+        self.shared.apply(t, &event.kind, time, symbols);
+        key
+    }
+
+    /// The index of `key`'s thread (made when new), remembered as the
+    /// current thread of its trace ID.
+    #[inline(never)]
+    fn slot_of(&mut self, key: ThreadKey) -> usize {
+        let i = *self.slots.entry(key).or_insert_with(|| {
+            self.threads.push(Thread::default());
+            self.keys.push(key);
+            self.threads.len() - 1
+        });
+        self.current_slot[usize::from(key.id)] = i;
+        i
+    }
+}
+
+impl Shared {
+    #[inline]
+    fn apply(&mut self, t: &mut Thread, kind: &EventKind, time: u64, symbols: &Symbolizer) {
+        match kind {
+            EventKind::Range(r) => self.range(t, r, time, symbols),
+            EventKind::Exception { ret, .. } => self.exception(t, *ret, time, symbols),
             EventKind::ExceptionReturn => {
                 if let Some(i) = t.frames.iter().rposition(|f| f.kind == FrameKind::Handler) {
-                    self.pop_to(&mut t, i);
+                    self.pop_to(t, i);
                     self.stats.returns += 1;
                 }
                 t.pending = Pending::None;
@@ -425,25 +512,25 @@ impl CallStacks {
                     self.stats.resets += 1;
                 }
                 self.closed.extend(t.frames.drain(..).rev());
+                t.rets = 0;
                 t.overflow = 0;
                 t.pending = Pending::None;
                 t.prev_end = None;
             }
             _ => {}
         }
-        self.stats.max_depth = self.stats.max_depth.max(t.frames.len() as u64 + t.overflow);
-        self.threads[slot] = t;
-        key
     }
 
     fn push(&mut self, t: &mut Thread, frame: Frame) {
         if t.frames.len() >= self.max_depth {
             t.overflow += 1;
             self.stats.dropped += 1;
-            return;
+        } else {
+            t.frames.push(frame);
+            t.rets |= frame.ret.map_or(0, ret_bit);
+            self.opened.push(frame);
         }
-        t.frames.push(frame);
-        self.opened.push(frame);
+        self.stats.max_depth = self.stats.max_depth.max(t.frames.len() as u64 + t.overflow);
     }
 
     /// Close frames `i..` (innermost first).
@@ -453,6 +540,7 @@ impl CallStacks {
                 self.closed.push(f);
             }
         }
+        t.refilter();
         t.overflow = 0;
     }
 
@@ -462,6 +550,7 @@ impl CallStacks {
             t.overflow -= 1;
         } else if let Some(f) = t.frames.pop() {
             self.closed.push(f);
+            t.refilter();
         }
     }
 
@@ -483,6 +572,7 @@ impl CallStacks {
     }
 
     /// Settle a pending transfer now that its destination is known.
+    #[inline]
     fn arrive(&mut self, t: &mut Thread, target: u32, time: u64, symbols: &Symbolizer) {
         let pending = std::mem::take(&mut t.pending);
         if t.frames.is_empty() && t.overflow == 0 {
@@ -531,6 +621,9 @@ impl CallStacks {
 
     /// Close frames down to the innermost one returning to `target`.
     fn pop_to_return(&mut self, t: &mut Thread, target: u32) -> bool {
+        if t.rets & ret_bit(target) == 0 {
+            return false;
+        }
         match t.frames.iter().rposition(|f| f.ret == Some(target)) {
             Some(i) => {
                 self.pop_to(t, i);
@@ -585,19 +678,19 @@ impl CallStacks {
         Some(i)
     }
 
+    #[inline]
     fn range(&mut self, t: &mut Thread, r: &Range, time: u64, symbols: &Symbolizer) {
         self.arrive(t, r.start, time, symbols);
-        let branch = matches!(r.last, InsnClass::Branch | InsnClass::IndirectBranch);
-        t.pending = if !r.executed || !branch {
-            Pending::None
-        } else if r.link {
-            Pending::Call { ret: r.end }
-        } else if r.ret {
-            Pending::Return
-        } else {
-            Pending::Branch
-        };
+        t.pending = pending_after(r);
         t.prev_end = Some(r.end);
+    }
+
+    /// Whether `a` and `b` are known to lie in one function from the
+    /// function last looked up alone.
+    #[inline]
+    fn same_function_cached(&self, a: u32, b: u32) -> bool {
+        self.fn_cache
+            .is_some_and(|(start, end, _)| (start..end).contains(&a) && (start..end).contains(&b))
     }
 
     fn exception(&mut self, t: &mut Thread, ret: Option<u32>, time: u64, symbols: &Symbolizer) {
@@ -608,6 +701,21 @@ impl CallStacks {
         }
         t.pending = Pending::Handler { ret };
         t.prev_end = None;
+    }
+}
+
+/// The transfer a range's last instruction makes.
+#[inline]
+fn pending_after(r: &Range) -> Pending {
+    let branch = matches!(r.last, InsnClass::Branch | InsnClass::IndirectBranch);
+    if !r.executed || !branch {
+        Pending::None
+    } else if r.link {
+        Pending::Call { ret: r.end }
+    } else if r.ret {
+        Pending::Return
+    } else {
+        Pending::Branch
     }
 }
 
@@ -759,6 +867,42 @@ mod tests {
         assert_eq!(names(&s, b), ["0x00000900"]);
         assert_eq!(s.stack(a).len(), 2, "the first keeps its frames");
         assert_eq!(s.open_threads(1), vec![a, b]);
+    }
+
+    #[test]
+    fn a_branch_to_a_return_address_in_the_same_function_closes_frames() {
+        use crate::symbols::Function;
+        let f = |start: u32, end: u32, name: &str| Function {
+            start,
+            end,
+            name: name.to_owned(),
+            thumb: false,
+        };
+        // `outer` at 0x100 calls itself at 0x110 (returning to 0x114);
+        // the inner call branches (no return hint) to 0x114.
+        let sym = Symbolizer::with_functions(vec![f(0x100, 0x200, "outer")]);
+        for quick in [false, true] {
+            let mut s = CallStacks::default();
+            let feed = |s: &mut CallStacks, e: &Event| match (&e.kind, quick) {
+                (EventKind::Range(r), true) => match s.quiet_range(e.id, r, &sym) {
+                    Some(k) => k,
+                    None => s.apply(e, 0, &sym),
+                },
+                _ => s.apply(e, 0, &sym),
+            };
+            let k = feed(&mut s, &range(0x100, 5, InsnClass::Branch, true, false));
+            feed(&mut s, &range(0x100, 1, InsnClass::Branch, false, false));
+            assert_eq!(s.stack(k).len(), 2);
+            // Inside the function, to an address that is no return
+            // address: nothing changes.
+            feed(&mut s, &range(0x120, 1, InsnClass::Branch, false, false));
+            assert!(!s.changed());
+            assert_eq!(s.stack(k).len(), 2);
+            // To the return address of the inner frame: it closes.
+            feed(&mut s, &range(0x114, 1, InsnClass::Other, false, false));
+            assert_eq!(s.closed().len(), 1, "quick: {quick}");
+            assert_eq!(s.stack(k).len(), 1);
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@
 //! [`FrameKind`]: crate::callstack::FrameKind
 
 use crate::callstack::FastMap;
-use crate::sink::{EventCtx, Output, RunInfo, Sink, ThreadKey};
+use crate::sink::{EventCtx, Interest, Output, RunInfo, Sink, ThreadKey};
 use std::io;
 use trace_core::event::{Event, EventKind};
 
@@ -122,17 +122,12 @@ impl<W: Output> Sink for ChromeSink<W> {
         )
     }
 
+    fn interest(&self) -> Interest {
+        Interest::StackChanges
+    }
+
     fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<()> {
-        let interesting = !ctx.closed.is_empty()
-            || !ctx.opened.is_empty()
-            || matches!(
-                event.kind,
-                EventKind::Exception { .. }
-                    | EventKind::Gap(_)
-                    | EventKind::TraceOn { .. }
-                    | EventKind::AddrNacc { .. }
-            );
-        if !interesting {
+        if !Interest::StackChanges.wants(event, !ctx.closed.is_empty() || !ctx.opened.is_empty()) {
             return Ok(());
         }
         let (pid, tid) = self.ids(ctx.thread)?;

@@ -156,6 +156,7 @@ pub struct Span {
 
 /// Cycles an event carries.
 #[must_use]
+#[inline]
 pub fn cycles_of(kind: &EventKind) -> u64 {
     let c = match kind {
         EventKind::Range(r) => r.cycles,
@@ -191,6 +192,7 @@ impl Clocks {
     }
 
     /// Advance core `event.id`'s clock over `event`.
+    #[inline]
     pub fn advance(&mut self, event: &Event) -> Span {
         let cycles = cycles_of(&event.kind);
         let kind = self.info.kind;

@@ -27,7 +27,7 @@ use crate::decode::{self as dec, ExtraMemory};
 use crate::input::{Input, InputError};
 use crate::packets::ReadError;
 use crate::progress::Progress;
-use crate::sink::{EventCtx, RunInfo, Sink, ThreadKey};
+use crate::sink::{is_instant, EventCtx, Interest, RunInfo, Sink, ThreadKey};
 use crate::symbols::{SymbolError, Symbolizer};
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -35,6 +35,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use trace_core::event::{Event, EventKind};
 use trace_core::memory::{MemoryError, MemoryImage};
+
+/// Events handed to batch-taking sinks at a time.
+const BATCH: usize = 1024;
 
 /// Which clock to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -207,6 +210,14 @@ pub struct Converter<'a> {
     stacks: CallStacks,
     clocks: Clocks,
     sinks: Vec<Box<dyn Sink + 'a>>,
+    /// What each sink (same index) is given.
+    interests: Vec<Interest>,
+    /// Some sink is given every event.
+    every: bool,
+    /// Some sink is given batches of events ([`Interest::EventsOnly`]).
+    batching: bool,
+    /// Events for those sinks, not yet handed over.
+    batch: Vec<Event>,
     info: RunInfo,
     report: ConvertReport,
     began: bool,
@@ -237,6 +248,10 @@ impl<'a> Converter<'a> {
             stacks: CallStacks::new(max_depth),
             clocks: Clocks::new(clock),
             sinks: Vec::new(),
+            interests: Vec::new(),
+            every: false,
+            batching: false,
+            batch: Vec::new(),
             info: RunInfo {
                 clock,
                 ..RunInfo::default()
@@ -253,6 +268,13 @@ impl<'a> Converter<'a> {
 
     /// Add a sink.
     pub fn add_sink(&mut self, sink: Box<dyn Sink + 'a>) {
+        let interest = sink.interest();
+        self.every |= interest == Interest::Every;
+        if interest == Interest::EventsOnly && !self.batching {
+            self.batching = true;
+            self.batch.reserve_exact(BATCH);
+        }
+        self.interests.push(interest);
         self.sinks.push(sink);
     }
 
@@ -306,32 +328,92 @@ impl<'a> Converter<'a> {
     /// # Errors
     ///
     /// A sink's output error, naming the sink, trace ID and offset.
+    #[inline]
     pub fn event(&mut self, e: &Event, memory: Option<&dyn MemoryImage>) -> io::Result<()> {
-        self.begin()?;
+        if self.batching {
+            self.batch.push(*e);
+            if self.batch.len() >= BATCH {
+                self.flush()?;
+            }
+        }
+        if let EventKind::Range(r) = &e.kind {
+            // The common case, a range that changes no frame; its thread
+            // exists, so the run has begun.
+            if let Some(thread) = self.stacks.quiet_range(e.id, r, self.symbols) {
+                self.count(e);
+                self.last_offset[usize::from(e.id)] = e.offset;
+                let span = self.clocks.advance(e);
+                if self.every {
+                    self.dispatch(e, thread, span, memory, false)?;
+                }
+                return Ok(());
+            }
+        }
+        self.any_event(e, memory)
+    }
+
+    /// Hand the batched events to the sinks that take batches.
+    fn flush(&mut self) -> io::Result<()> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        for (s, interest) in self.sinks.iter_mut().zip(&self.interests) {
+            if *interest != Interest::EventsOnly {
+                continue;
+            }
+            s.events(&self.batch).map_err(|err| {
+                let first = self.batch.first().map_or(0, |e| e.offset);
+                annotate(
+                    s.name(),
+                    io::Error::new(err.kind(), format!("{err} (events from offset {first})")),
+                )
+            })?;
+        }
+        self.batch.clear();
+        Ok(())
+    }
+
+    /// [`event`](Self::event) for any event.
+    #[inline(never)]
+    fn any_event(&mut self, e: &Event, memory: Option<&dyn MemoryImage>) -> io::Result<()> {
+        if !self.began {
+            self.begin()?;
+        }
         self.count(e);
         self.last_offset[usize::from(e.id)] = e.offset;
-        if e.kind == EventKind::EndOfTrace {
+        if matches!(e.kind, EventKind::EndOfTrace) {
             return self.end_of(e, memory);
         }
         let span = self.clocks.advance(e);
         let thread = self.stacks.apply(e, span.start, self.symbols);
-        self.dispatch(e, thread, span, memory)
+        let changed = self.stacks.changed();
+        if self.every || changed || is_instant(e) {
+            self.dispatch(e, thread, span, memory, changed)?;
+        }
+        Ok(())
     }
 
+    #[inline]
     fn count(&mut self, e: &Event) {
-        let r = self.ids[usize::from(e.id)].get_or_insert_with(IdReport::default);
+        let Some(r) = self.ids.get_mut(usize::from(e.id)) else {
+            return;
+        };
+        let r = r.get_or_insert_with(IdReport::default);
         r.events += 1;
-        r.cycles += crate::clock::cycles_of(&e.kind);
         match e.kind {
             EventKind::Range(x) => {
                 r.ranges += 1;
                 r.instructions += u64::from(x.count);
+                r.cycles += x.cycles.map_or(0, u64::from);
             }
             EventKind::Exception { .. } => r.exceptions += 1,
             EventKind::Gap(_) => r.gaps += 1,
-            EventKind::TraceOn { .. } => r.trace_on += 1,
+            EventKind::TraceOn { cycles, .. } => {
+                r.trace_on += 1;
+                r.cycles += cycles.map_or(0, u64::from);
+            }
             EventKind::AddrNacc { addr } => *r.nacc.entry(addr).or_insert(0) += 1,
-            _ => {}
+            _ => r.cycles += crate::clock::cycles_of(&e.kind),
         }
     }
 
@@ -349,7 +431,8 @@ impl<'a> Converter<'a> {
         };
         for t in threads {
             self.stacks.close_all(t);
-            self.dispatch(e, t, span, memory)?;
+            let changed = self.stacks.changed();
+            self.dispatch(e, t, span, memory, changed)?;
         }
         Ok(())
     }
@@ -360,6 +443,7 @@ impl<'a> Converter<'a> {
         thread: ThreadKey,
         span: crate::clock::Span,
         memory: Option<&dyn MemoryImage>,
+        changed: bool,
     ) -> io::Result<()> {
         let ctx = EventCtx {
             thread,
@@ -374,7 +458,10 @@ impl<'a> Converter<'a> {
             memory,
             clock: self.clocks.info(),
         };
-        for s in &mut self.sinks {
+        for (s, interest) in self.sinks.iter_mut().zip(&self.interests) {
+            if !interest.wants(e, changed) {
+                continue;
+            }
             s.event(e, &ctx).map_err(|err| {
                 annotate(
                     s.name(),
@@ -396,6 +483,7 @@ impl<'a> Converter<'a> {
     /// A sink's output error.
     pub fn finish(mut self) -> io::Result<ConvertReport> {
         self.begin()?;
+        self.flush()?;
         for t in self.stacks.all_open_threads() {
             let e = Event {
                 offset: self.last_offset[usize::from(t.id)],
@@ -409,7 +497,8 @@ impl<'a> Converter<'a> {
                 end: now,
                 cycles: 0,
             };
-            self.dispatch(&e, t, span, None)?;
+            let changed = self.stacks.changed();
+            self.dispatch(&e, t, span, None, changed)?;
         }
         for s in self.sinks {
             let name = s.name().to_owned();

@@ -32,7 +32,7 @@ use crate::clock::ClockInfo;
 use crate::symbols::Symbolizer;
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex};
-use trace_core::event::Event;
+use trace_core::event::{Event, EventKind};
 use trace_core::memory::MemoryImage;
 
 /// Who executed the code: a core (trace ID) and, when context IDs are
@@ -105,6 +105,52 @@ pub struct RunInfo {
     pub sources: Vec<(u8, String)>,
 }
 
+/// Which events a sink is given ([`Sink::interest`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Interest {
+    /// Every event.
+    #[default]
+    Every,
+    /// Only events that open or close frames, and exceptions, gaps,
+    /// trace-on and memory-not-accessible events: what a timeline draws.
+    /// Most events (ranges inside one function) are then never handed
+    /// over.
+    StackChanges,
+    /// Every event as fed to the converter, without a context, in batches
+    /// ([`Sink::events`]): for sinks that need nothing but the events
+    /// (coverage). They are not given the end-of-trace events the
+    /// converter makes for each thread still open at the end.
+    EventsOnly,
+}
+
+impl Interest {
+    /// Whether a sink with this interest is given `event` with its context
+    /// ([`Sink::event`]), when it opened or closed frames (`changed`).
+    #[must_use]
+    #[inline]
+    pub fn wants(self, event: &Event, changed: bool) -> bool {
+        match self {
+            Interest::Every => true,
+            Interest::StackChanges => changed || is_instant(event),
+            Interest::EventsOnly => false,
+        }
+    }
+}
+
+/// Exceptions, gaps, trace-on and memory-not-accessible events: the
+/// instants a timeline marks.
+#[must_use]
+#[inline]
+pub fn is_instant(event: &Event) -> bool {
+    matches!(
+        event.kind,
+        EventKind::Exception { .. }
+            | EventKind::Gap(_)
+            | EventKind::TraceOn { .. }
+            | EventKind::AddrNacc { .. }
+    )
+}
+
 /// A consumer of decoded events.
 ///
 /// `begin` is called once before any event, `event` once per event in
@@ -124,12 +170,30 @@ pub trait Sink {
         Ok(())
     }
 
+    /// Which events [`event`](Self::event) is called for (every event
+    /// unless the sink says otherwise).
+    fn interest(&self) -> Interest {
+        Interest::Every
+    }
+
     /// One event with its shared context.
     ///
     /// # Errors
     ///
     /// An output error.
     fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<()>;
+
+    /// The next events, in order, for a sink whose interest is
+    /// [`Interest::EventsOnly`] (instead of [`event`](Self::event)); by
+    /// default nothing.
+    ///
+    /// # Errors
+    ///
+    /// An output error.
+    fn events(&mut self, events: &[Event]) -> io::Result<()> {
+        let _ = events;
+        Ok(())
+    }
 
     /// After the last event: write what remains and commit the output.
     ///

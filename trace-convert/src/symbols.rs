@@ -91,6 +91,17 @@ impl Symbolizer {
         Symbolizer::default()
     }
 
+    /// A symbolizer of these functions (sorted by start), as if read from
+    /// one file without DWARF.
+    #[cfg(test)]
+    pub(crate) fn with_functions(functions: Vec<Function>) -> Symbolizer {
+        Symbolizer {
+            functions,
+            dwarf: Vec::new(),
+            files: vec![PathBuf::from("test.elf")],
+        }
+    }
+
     /// Read the symbols and DWARF of each file.
     ///
     /// # Errors

@@ -112,11 +112,9 @@ struct RangeKey {
     it: u8,
 }
 
-/// Counts of a distinct range.
+/// Counts of a distinct range (it ran `passed + failed` times).
 #[derive(Debug, Clone, Copy, Default)]
 struct RangeCount {
-    /// Times the range ran.
-    times: u64,
     /// Times its last instruction passed / failed.
     passed: u64,
     failed: u64,
@@ -163,11 +161,30 @@ impl Hasher for MulHasher {
 
 type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<MulHasher>>;
 
+/// The cache slot of a range from `start` to `end`.
+#[inline]
+fn cache_slot(start: u32, end: u32) -> usize {
+    let h = (start ^ end.rotate_left(13)).wrapping_mul(0x9E37_79B1);
+    (h >> 20) as usize & (CACHE_SLOTS - 1)
+}
+
+/// Slots of the direct-mapped cache in front of the range table (a power
+/// of two).
+const CACHE_SLOTS: usize = 4096;
+
 /// Accumulates coverage from decoded events; see the [module](self) docs.
 pub struct Coverage {
     memory: Arc<dyn MemoryImage>,
-    ranges: FastMap<RangeKey, RangeCount>,
-    next: FastMap<u8, Next>,
+    /// Every distinct range with its counts, in order of first sight.
+    ranges: Vec<(RangeKey, RangeCount)>,
+    /// Index of each range in `ranges`.
+    index: FastMap<RangeKey, u32>,
+    /// A direct-mapped cache of `index` by start and end address: the
+    /// index plus one, 0 when empty. Loops run the same few ranges over
+    /// and over, so most lookups end here.
+    cache: Box<[u32]>,
+    /// Per trace ID: where its flow goes on sequentially.
+    next: Box<[Option<Next>]>,
     /// Code known from the program but maybe never reached.
     code: Vec<(Space, u32, u32, Isa)>,
 }
@@ -186,29 +203,33 @@ impl Coverage {
     pub fn new(memory: Arc<dyn MemoryImage>) -> Coverage {
         Coverage {
             memory,
-            ranges: FastMap::default(),
-            next: FastMap::default(),
+            ranges: Vec::new(),
+            index: FastMap::default(),
+            cache: vec![0; CACHE_SLOTS].into_boxed_slice(),
+            next: vec![None; 256].into_boxed_slice(),
             code: Vec::new(),
         }
     }
 
     /// Account for one event. Ranges are counted; gaps, trace-on and
     /// loss of synchronization end the sequential flow of their source.
+    #[inline]
     pub fn add(&mut self, event: &Event) {
         match event.kind {
-            EventKind::Range(r) => self.add_range(event.id, &r),
+            EventKind::Range(ref r) => self.add_range(event.id, r),
             EventKind::Gap(_)
             | EventKind::AddrNacc { .. }
             | EventKind::TraceOn { .. }
             | EventKind::NoSync => {
-                self.next.remove(&event.id);
+                self.next[usize::from(event.id)] = None;
             }
             _ => {}
         }
     }
 
+    #[inline]
     fn add_range(&mut self, id: u8, r: &Range) {
-        let it = match self.next.get(&id) {
+        let it = match &self.next[usize::from(id)] {
             Some(n) if n.addr == r.start && n.isa == r.isa && n.space == r.space => n.it,
             _ => 0,
         };
@@ -220,27 +241,50 @@ impl Coverage {
             space: r.space,
             it,
         };
-        let memory = &self.memory;
-        let c = self.ranges.entry(key).or_insert_with(|| RangeCount {
-            it_out: walk(&**memory, &key, |_| {}).raw(),
-            ..RangeCount::default()
-        });
-        c.times += 1;
+        let slot = cache_slot(r.start, r.end);
+        let cached = self.cache[slot] as usize;
+        let i = match self.ranges.get(cached.wrapping_sub(1)) {
+            Some((k, _)) if *k == key => cached - 1,
+            _ => self.lookup(key, slot),
+        };
+        let Some((_, c)) = self.ranges.get_mut(i) else {
+            return;
+        };
         if r.executed {
             c.passed += 1;
         } else {
             c.failed += 1;
         }
-        let it_out = c.it_out;
-        self.next.insert(
-            id,
-            Next {
-                addr: r.end,
-                isa: r.isa,
-                space: r.space,
-                it: it_out,
-            },
-        );
+        self.next[usize::from(id)] = Some(Next {
+            addr: r.end,
+            isa: r.isa,
+            space: r.space,
+            it: c.it_out,
+        });
+    }
+
+    /// The index of `key` in `ranges` (added when new), remembered in the
+    /// cache at `slot`.
+    #[inline(never)]
+    fn lookup(&mut self, key: RangeKey, slot: usize) -> usize {
+        let i = match self.index.get(&key) {
+            Some(&i) => i as usize,
+            None => {
+                let i = self.ranges.len();
+                let it_out = walk(&*self.memory, &key, |_| {}).raw();
+                self.ranges.push((
+                    key,
+                    RangeCount {
+                        it_out,
+                        ..RangeCount::default()
+                    },
+                ));
+                self.index.insert(key, u32::try_from(i).unwrap_or(u32::MAX));
+                i
+            }
+        };
+        self.cache[slot] = u32::try_from(i + 1).unwrap_or(0);
+        i
     }
 
     /// Make the instructions of `[start, end)` known as code, so that lines
@@ -280,6 +324,7 @@ impl Coverage {
             }
         }
         for (key, c) in &self.ranges {
+            let times = c.passed + c.failed;
             let mut i = 0u32;
             walk(&*self.memory, key, |(addr, insn, cond)| {
                 i += 1;
@@ -291,7 +336,7 @@ impl Coverage {
                 if e.cond == Cond::Al {
                     e.cond = cond;
                 }
-                e.reached += c.times;
+                e.reached += times;
                 let conditional = cond != Cond::Al || insn.kind == Kind::CompareBranch;
                 if i == key.count && conditional {
                     e.passed += c.passed;

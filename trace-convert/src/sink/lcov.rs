@@ -3,7 +3,7 @@
 //! `--elf` files (see [`crate::formats::coverage`]).
 
 use crate::formats::coverage::{Coverage, LcovOptions};
-use crate::sink::{EventCtx, Output, RunInfo, Sink};
+use crate::sink::{EventCtx, Interest, Output, RunInfo, Sink};
 use crate::symbols::Symbolizer;
 use std::io;
 use std::sync::Arc;
@@ -55,8 +55,19 @@ impl<W: Output> Sink for LcovSink<'_, W> {
         "lcov"
     }
 
+    fn interest(&self) -> Interest {
+        Interest::EventsOnly
+    }
+
     fn event(&mut self, event: &Event, _ctx: &EventCtx<'_>) -> io::Result<()> {
         self.coverage.add(event);
+        Ok(())
+    }
+
+    fn events(&mut self, events: &[Event]) -> io::Result<()> {
+        for e in events {
+            self.coverage.add(e);
+        }
         Ok(())
     }
 

@@ -9,7 +9,7 @@
 
 use crate::callstack::FastMap;
 use crate::formats::perfetto::{PerfettoWriter, TrackId};
-use crate::sink::{EventCtx, Output, RunInfo, Sink, ThreadKey};
+use crate::sink::{EventCtx, Interest, Output, RunInfo, Sink, ThreadKey};
 use std::io;
 use trace_core::event::{Event, EventKind};
 
@@ -92,6 +92,10 @@ impl<W: Output> Sink for PerfettoSink<W> {
             self.names.insert(*id, name.clone());
         }
         Ok(())
+    }
+
+    fn interest(&self) -> Interest {
+        Interest::StackChanges
     }
 
     fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<()> {

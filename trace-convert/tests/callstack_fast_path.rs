@@ -1,0 +1,143 @@
+//! `CallStacks::quiet_range` is a shortcut of `CallStacks::apply` for
+//! ranges that change no frame: on the decoded events of every corpus
+//! program (PTM with the return stack and ETMv3, with and without
+//! symbols), stacks that take the shortcut wherever it applies must equal,
+//! after every event, stacks that always take `apply`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use trace_convert::callstack::CallStacks;
+use trace_convert::symbols::Symbolizer;
+use trace_core::decode::{Decoder, DecoderConfig};
+use trace_core::demux::{AnyPacket, SourceConfig};
+use trace_core::event::{Event, EventKind};
+use trace_core::memory::{MemoryImage, MemoryMap, Space};
+use trace_encode::{encode_etm, encode_ptm, EtmOptions, Flow, PtmOptions};
+
+fn fixtures() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/fixtures");
+    if dir.join("manifest.json").is_file() {
+        Some(dir)
+    } else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} missing",
+            dir.display()
+        );
+        eprintln!("skipping: {} not found", dir.display());
+        None
+    }
+}
+
+fn decode(bytes: &[u8], source: &SourceConfig, mem: &Arc<dyn MemoryImage>) -> Vec<Event> {
+    let mut d = Decoder::new(DecoderConfig::new(0x10, source), Arc::clone(mem));
+    let mut events = Vec::new();
+    match source {
+        SourceConfig::Ptm(c) => {
+            let mut p = ptm_packets::Parser::new(*c);
+            for (off, pkt) in p.feed_at(0, bytes).flatten() {
+                d.push(off, &AnyPacket::Ptm(pkt), &mut |e| events.push(e));
+            }
+        }
+        SourceConfig::Etm(c) => {
+            let mut p = etm_packets::Parser::new(*c);
+            for (off, pkt) in p.feed_at(0, bytes).flatten() {
+                d.push(off, &AnyPacket::Etm(pkt), &mut |e| events.push(e));
+            }
+        }
+    }
+    d.finish(&mut |e| events.push(e));
+    events
+}
+
+/// Feed `events` both ways; returns how many took the shortcut.
+fn compare(name: &str, events: &[Event], symbols: &Symbolizer) -> usize {
+    let mut always = CallStacks::default();
+    let mut quick = CallStacks::default();
+    let mut quiet = 0;
+    for (i, e) in events.iter().enumerate() {
+        let time = i as u64;
+        let a = always.apply(e, time, symbols);
+        let b = match &e.kind {
+            EventKind::Range(r) => match quick.quiet_range(e.id, r, symbols) {
+                Some(k) => {
+                    quiet += 1;
+                    k
+                }
+                None => quick.apply(e, time, symbols),
+            },
+            _ => quick.apply(e, time, symbols),
+        };
+        assert_eq!(a, b, "{name}: thread of event {i}");
+        assert_eq!(always.closed(), quick.closed(), "{name}: closed at {i}");
+        assert_eq!(always.opened(), quick.opened(), "{name}: opened at {i}");
+        assert_eq!(always.stack(a), quick.stack(b), "{name}: stack at {i}");
+        assert_eq!(always.stats(), quick.stats(), "{name}: counters at {i}");
+    }
+    quiet
+}
+
+#[test]
+fn the_shortcut_equals_apply_on_every_corpus_program() {
+    let Some(dir) = fixtures() else { return };
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("ls")
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_suffix(".flow")
+                .map(str::to_owned)
+        })
+        .collect();
+    names.sort();
+    assert!(!names.is_empty());
+    let (mut total, mut quiet) = (0, 0);
+    for name in &names {
+        let elf = dir.join(format!("{name}.elf"));
+        let flow =
+            Flow::parse(&std::fs::read_to_string(dir.join(format!("{name}.flow"))).expect("flow"))
+                .expect("flow parses");
+        let mut map = MemoryMap::new();
+        map.add_elf(&elf, Space::Any).expect("elf");
+        let symbols = Symbolizer::from_elves(std::slice::from_ref(&elf)).expect("symbols");
+        let etm = EtmOptions::default();
+        let mut traces = vec![(
+            "ETMv3",
+            encode_etm(&flow.items, &map, &etm)
+                .expect("etm encode")
+                .bytes,
+            SourceConfig::Etm(etm.config().expect("etm config")),
+        )];
+        if !name.ends_with("-m") {
+            let ptm = PtmOptions {
+                return_stack: true,
+                ..PtmOptions::default()
+            };
+            traces.push((
+                "PTM",
+                encode_ptm(&flow.items, &map, &ptm)
+                    .expect("ptm encode")
+                    .bytes,
+                SourceConfig::Ptm(ptm.config().expect("ptm config")),
+            ));
+        }
+        let mem: Arc<dyn MemoryImage> = Arc::new(map);
+        for (protocol, bytes, source) in traces {
+            let events = decode(&bytes, &source, &mem);
+            let label = format!("{name} {protocol}");
+            total += events.len();
+            quiet += compare(&label, &events, &symbols);
+            compare(
+                &format!("{label} without symbols"),
+                &events,
+                &Symbolizer::empty(),
+            );
+        }
+    }
+    eprintln!("{quiet} of {total} events took the shortcut");
+    assert!(
+        quiet > total / 4,
+        "the shortcut is taken: {quiet} of {total}"
+    );
+}
