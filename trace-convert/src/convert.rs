@@ -459,18 +459,11 @@ impl<'a> Converter<'a> {
             clock: self.clocks.info(),
         };
         for (s, interest) in self.sinks.iter_mut().zip(&self.interests) {
-            if !interest.wants(e, changed) {
-                continue;
+            if interest.wants(e, changed) {
+                if let Err(err) = s.event(e, &ctx) {
+                    return Err(event_error(s.name(), e, &err));
+                }
             }
-            s.event(e, &ctx).map_err(|err| {
-                annotate(
-                    s.name(),
-                    io::Error::new(
-                        err.kind(),
-                        format!("{err} (trace ID {:#04x}, offset {})", e.id, e.offset),
-                    ),
-                )
-            })?;
         }
         Ok(())
     }
@@ -511,6 +504,18 @@ impl<'a> Converter<'a> {
             .collect();
         Ok(self.report)
     }
+}
+
+/// A sink's error on event `e`, naming the sink, trace ID and offset.
+#[cold]
+fn event_error(sink: &str, e: &Event, err: &io::Error) -> io::Error {
+    annotate(
+        sink,
+        io::Error::new(
+            err.kind(),
+            format!("{err} (trace ID {:#04x}, offset {})", e.id, e.offset),
+        ),
+    )
 }
 
 fn annotate(sink: &str, e: io::Error) -> io::Error {
@@ -580,11 +585,13 @@ pub fn convert_input(
     for capture in &input.captures {
         let size = std::fs::metadata(&capture.path).map_or(0, |m| m.len());
         conv.add_capture(capture.path.clone(), size);
-        let by_id: HashMap<u8, Arc<dyn MemoryImage>> = capture
-            .sources
-            .iter()
-            .filter_map(|s| images.get(&s.name).map(|m| (s.id, Arc::clone(m))))
-            .collect();
+        // Per trace ID (an array: this is looked up for every event).
+        let mut by_id: Vec<Arc<dyn MemoryImage>> = vec![Arc::clone(&fallback); 256];
+        for s in &capture.sources {
+            if let Some(m) = images.get(&s.name) {
+                by_id[usize::from(s.id)] = Arc::clone(m);
+            }
+        }
         let mut bar = Progress::new(size, progress, &capture.path);
         let summary = dec::decode_capture(
             capture,
@@ -596,7 +603,7 @@ pub fn convert_input(
             },
             |e| {
                 bar.at(e.offset);
-                let mem = by_id.get(&e.id).map_or(&*fallback, |m| &**m);
+                let mem = by_id.get(usize::from(e.id)).map_or(&*fallback, |m| &**m);
                 conv.event(e, Some(mem))
             },
         )

@@ -69,6 +69,9 @@ pub struct FoldedStacks {
     threads: FastMap<ThreadKey, u32>,
     paths: FastMap<ThreadKey, Vec<u32>>,
     untraced_label: Option<u32>,
+    /// The thread of the last event and the node of its innermost frame,
+    /// while it has one.
+    last: Option<(ThreadKey, u32)>,
 }
 
 impl FoldedStacks {
@@ -84,6 +87,7 @@ impl FoldedStacks {
             threads: FastMap::default(),
             paths: FastMap::default(),
             untraced_label: None,
+            last: None,
         }
     }
 
@@ -140,6 +144,7 @@ impl FoldedStacks {
     }
 
     /// Feed one event.
+    #[inline]
     pub fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) {
         if ctx.closed.is_empty() && ctx.opened.is_empty() {
             // The common case: weight on the current frame.
@@ -147,13 +152,24 @@ impl FoldedStacks {
             if w == 0 {
                 return;
             }
-            if let Some(&at) = self.paths.get(&ctx.thread).and_then(|p| p.last()) {
+            let at = match self.last {
+                Some((thread, at)) if thread == ctx.thread => Some(at),
+                _ => self.paths.get(&ctx.thread).and_then(|p| p.last()).copied(),
+            };
+            if let Some(at) = at {
+                self.last = Some((ctx.thread, at));
                 if let Some(n) = self.nodes.get_mut(at as usize) {
                     n.weight += w;
                 }
                 return;
             }
         }
+        self.change(event, ctx);
+    }
+
+    /// [`event`](Self::event) when frames changed or the thread has none.
+    #[inline(never)]
+    fn change(&mut self, event: &Event, ctx: &EventCtx<'_>) {
         let root = self.thread_node(ctx.thread);
         let mut path = std::mem::take(self.paths.entry(ctx.thread).or_default());
         let mut outermost_closed = None;
@@ -204,6 +220,7 @@ impl FoldedStacks {
                 n.weight += w;
             }
         }
+        self.last = path.last().map(|&at| (ctx.thread, at));
         if let Some(p) = self.paths.get_mut(&ctx.thread) {
             *p = path;
         }
