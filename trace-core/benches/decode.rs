@@ -2,6 +2,10 @@
 //! (return stack on), repeated many times: it starts with an A-sync and an
 //! I-sync and ends in a debug halt, so copies chain. Decoded against the
 //! snapshot's memory dumps; throughput is reported in instructions.
+//!
+//! And the cycle-accurate ETMv3.5 stream of trace ID 0x10 in the TC2
+//! capture, from its first to its last A-sync, repeated: about one P-header
+//! per instruction, so this measures the engine's per-packet work.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -11,6 +15,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use trace_core::decode::{Decoder, DecoderConfig};
 use trace_core::demux::{AnyPacket, SourceConfig};
 use trace_core::event::EventKind;
+use trace_core::frames::{Deformatter, FrameEvent, FrameMode};
 use trace_core::memory::{MemoryMap, Space};
 
 const COPIES: usize = 64;
@@ -113,5 +118,81 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// Trace ID `id`'s bytes of a formatted capture, from its first to its
+/// last A-sync (so that copies chain).
+fn payload(capture: &[u8], id: u8) -> Vec<u8> {
+    let mut d = Deformatter::new(FrameMode::Memory);
+    let mut bytes = Vec::new();
+    for ev in d.feed(capture) {
+        if let FrameEvent::Data(run) = ev {
+            if run.id == id {
+                bytes.extend_from_slice(run.data());
+            }
+        }
+    }
+    let sync = [0u8, 0, 0, 0, 0, 0x80];
+    let first = bytes.windows(6).position(|w| w == sync).unwrap_or(0);
+    let last = bytes
+        .windows(6)
+        .rposition(|w| w == sync)
+        .unwrap_or(bytes.len());
+    bytes[first..last.max(first)].to_vec()
+}
+
+fn bench_etm(c: &mut Criterion) {
+    let dir = dir().join("../TC2");
+    let Ok(capture) = std::fs::read(dir.join("cstrace.bin")) else {
+        eprintln!("decode bench: {} not found, skipped", dir.display());
+        return;
+    };
+    // ETM_0 of the snapshot (device_5.ini): ETMCR, ETMCCER, ETMIDR.
+    let cfg = etm_packets::Config::from_regs(0x1000_1860, 0x3440_08F2, 0x410C_F250)
+        .expect("ETMv3 configuration");
+    let mut map = MemoryMap::new();
+    map.add_file(
+        &dir.join("kernel_dump.bin"),
+        0xC000_8000,
+        Space::Any,
+        0,
+        None,
+    )
+    .expect("memory dump");
+    let mem = Arc::new(map);
+    let unit = payload(&capture, 0x10);
+    let mut bytes = Vec::with_capacity(unit.len() * COPIES * 4);
+    for _ in 0..COPIES * 4 {
+        bytes.extend_from_slice(&unit);
+    }
+    let packets: Vec<(u64, AnyPacket)> = etm_packets::Parser::new(cfg)
+        .feed_at(0, &bytes)
+        .filter_map(Result::ok)
+        .map(|(o, p)| (o, AnyPacket::Etm(p)))
+        .collect();
+    let source = SourceConfig::Etm(cfg);
+    let run = |count: &mut u64| {
+        let mut d = Decoder::new(DecoderConfig::new(0x10, &source), mem.clone());
+        for (o, p) in &packets {
+            d.push(*o, p, &mut |e| {
+                if let EventKind::Range(r) = e.kind {
+                    *count += u64::from(r.count);
+                }
+            });
+        }
+        d.finish(&mut |_| {});
+    };
+    let mut insns = 0;
+    run(&mut insns);
+    let mut g = c.benchmark_group("decode");
+    g.throughput(Throughput::Elements(insns));
+    g.bench_function("etm_tc2_instructions", |b| {
+        b.iter(|| {
+            let mut n = 0;
+            run(&mut n);
+            black_box(n)
+        });
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_etm);
 criterion_main!(benches);

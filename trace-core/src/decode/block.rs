@@ -4,7 +4,7 @@
 //! cached blocks. Blocks also remember their successors (taken and
 //! fall-through), which skips the hash lookup on most atoms.
 
-use crate::event::{InsnClass, Isa};
+use crate::event::{InsnClass, Isa, Range};
 use crate::memory::{MemoryImage, Space};
 use isa_decode::{ItState, Kind};
 use std::collections::HashMap;
@@ -13,8 +13,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// Most instructions walked looking for a waypoint before giving up.
 pub const WALK_LIMIT: u32 = 4096;
 
-/// Blocks are forgotten when the cache holds more instructions than this.
-const MAX_CACHED_INSNS: usize = 1 << 22;
+/// Blocks are forgotten when the cache holds more instructions than this
+/// (about 100 MB of [`CInsn`]s and their ranges).
+const MAX_CACHED_INSNS: usize = 1 << 21;
 
 /// "No block" in successor links.
 pub const NONE: u32 = u32::MAX;
@@ -101,11 +102,20 @@ pub fn key(addr: u32, isa: Isa, space: Space) -> u64 {
 pub struct BlockCache {
     /// Instructions of all blocks.
     pub arena: Vec<CInsn>,
+    /// For each instruction of `arena`, the range of that instruction
+    /// alone, in its block's instruction set and memory space, not
+    /// executed and without cycles: ETMv3 reports every instruction so,
+    /// with the atom and cycles filled in. (Kept apart from `arena`, whose
+    /// entries the PTM path copies once per waypoint.)
+    pub alone: Vec<Range>,
     /// The blocks.
     pub blocks: Vec<Block>,
     map: HashMap<u64, u32, BuildHasherDefault<KeyHasher>>,
     /// DMB/DSB are waypoints (PTM ETMCCER bit 24).
     pub barriers: bool,
+    /// Times the cache was cleared: block numbers from before a clear are
+    /// void.
+    pub generation: u32,
 }
 
 impl std::fmt::Debug for BlockCache {
@@ -131,8 +141,10 @@ impl BlockCache {
     /// Forget every block (the memory image changed).
     pub fn clear(&mut self) {
         self.arena.clear();
+        self.alone.clear();
         self.blocks.clear();
         self.map.clear();
+        self.generation = self.generation.wrapping_add(1);
     }
 
     /// The block starting at `addr`, decoding it on first use.
@@ -172,20 +184,38 @@ impl BlockCache {
                 it.step(&insn);
             }
             let waypoint = insn.is_waypoint_with(self.barriers);
+            let class = if waypoint {
+                InsnClass::of(&insn)
+            } else {
+                InsnClass::Other
+            };
+            let link = insn.link;
+            let ret = insn.ret.is_some_and(|r| !r.is_exception_return());
+            let cond = insn.is_conditional();
             self.arena.push(CInsn {
                 addr,
                 size: insn.size,
-                class: if waypoint {
-                    InsnClass::of(&insn)
-                } else {
-                    InsnClass::Other
-                },
+                class,
                 waypoint,
                 indirect: insn.is_indirect(),
-                link: insn.link,
-                ret: insn.ret.is_some_and(|r| !r.is_exception_return()),
-                cond: insn.is_conditional(),
+                link,
+                ret,
+                cond,
                 target: insn.target.map(|t| (t.addr, Isa::from_decode(t.isa))),
+            });
+            self.alone.push(Range {
+                start: addr,
+                end: addr.wrapping_add(u32::from(insn.size)),
+                count: 1,
+                isa,
+                last_size: insn.size,
+                last: class,
+                link,
+                ret,
+                cond,
+                executed: false,
+                cycles: None,
+                space,
             });
             addr = addr.wrapping_add(u32::from(insn.size));
             if waypoint {

@@ -427,15 +427,19 @@ impl Engine {
     fn block_at(&mut self, pc: &mut Pc) -> u32 {
         if pc.block == NONE {
             let space = self.space();
+            let generation = self.cache.generation;
             let b = self.cache.get(&*self.mem, pc.addr, pc.isa, space);
             pc.block = b;
             pc.index = 0;
-            if let Some((src, taken)) = self.link.take() {
-                let s = &mut self.cache.blocks[src as usize];
-                if taken {
-                    s.taken = b;
-                } else {
-                    s.fall = b;
+            // When a clear made room for this block, the source is gone.
+            let kept = self.cache.generation == generation;
+            if let Some((src, taken)) = self.link.take().filter(|_| kept) {
+                if let Some(s) = self.cache.blocks.get_mut(src as usize) {
+                    if taken {
+                        s.taken = b;
+                    } else {
+                        s.fall = b;
+                    }
                 }
             }
         }
@@ -622,60 +626,156 @@ impl Engine {
         });
     }
 
+    /// An ETMv3 P-header of `count` instructions whose E bits are
+    /// `executed`, with, in cycle-accurate mode, the W atoms before the
+    /// first instruction, before each later one and after the last one
+    /// packed as `first | each << 8 | trailing << 16`: what [`Engine::run`]
+    /// does for [`TraceOp::InsnAtoms`], with the operation in registers.
+    #[inline]
+    pub fn run_p_header<F: FnMut(Event)>(
+        &mut self,
+        offset: u64,
+        count: u32,
+        executed: u16,
+        cycles: Option<u32>,
+        out: &mut F,
+    ) {
+        if !self.started {
+            self.started = true;
+            out(self.ev(offset, EventKind::NoSync));
+        }
+        self.last_offset = offset;
+        self.p_header(offset, count, executed, cycles, out);
+    }
+
+    /// [`TraceOp::InsnAtoms`].
     fn insn_atoms<F: FnMut(Event)>(&mut self, offset: u64, a: InsnAtoms, out: &mut F) {
-        let (first, each, trailing) = match a.cycles {
-            Some((f, e, t)) => (Some(u32::from(f)), Some(u32::from(e)), t),
+        let cycles = a
+            .cycles
+            .map(|(f, e, t)| u32::from(f) | u32::from(e) << 8 | u32::from(t) << 16);
+        self.p_header(offset, u32::from(a.count.min(16)), a.executed, cycles, out);
+    }
+
+    /// One range event per instruction, the last held back in `pending`
+    /// (an exception in the next packet may cancel it). Instructions inside
+    /// a block need no look at their atom: only a block's last
+    /// instruction (its waypoint, when it has one) can move the PC
+    /// elsewhere.
+    #[inline]
+    fn p_header<F: FnMut(Event)>(
+        &mut self,
+        offset: u64,
+        count: u32,
+        executed: u16,
+        cycles: Option<u32>,
+        out: &mut F,
+    ) {
+        let (first, each, trailing) = match cycles {
+            Some(s) => (Some(s & 0xFF), Some(s >> 8 & 0xFF), s >> 16 & 0xFF),
             None => (None, None, 0),
         };
-        for i in 0..u32::from(a.count) {
+        if count > 0 {
             self.flush(out);
-            let Some(mut pc) = self.pc else {
-                continue;
-            };
-            let b = self.block_at(&mut pc);
-            let blk = self.cache.blocks[b as usize];
-            if pc.index >= blk.len {
-                self.block_error(offset, blk.end, pc.addr, out);
-                continue;
-            }
-            let insn = self.cache.arena[(blk.first + pc.index) as usize];
-            let executed = (a.executed >> i) & 1 != 0;
-            let cycles = if i == 0 { first } else { each };
-            let r = range_of(&insn, 1, insn.addr, pc.isa, executed, cycles, self.space());
-            self.pending = Some(self.ev(offset, EventKind::Range(r)));
-            let next = insn.addr.wrapping_add(u32::from(insn.size));
-            if executed && insn.waypoint && (insn.target.is_some() || insn.indirect) {
-                if let Some((addr, isa)) = insn.target {
-                    self.pc = Some(Pc {
-                        addr,
-                        isa,
-                        block: blk.taken,
-                        index: 0,
-                    });
-                    self.link = Some((b, true));
-                } else if insn.indirect {
-                    // The target comes in the branch address packet.
-                    self.pc = None;
-                }
-                continue;
-            }
-            if pc.index + 1 < blk.len {
-                pc.index += 1;
-                pc.addr = next;
-                self.pc = Some(pc);
-            } else {
-                self.pc = Some(Pc {
-                    addr: next,
-                    isa: pc.isa,
-                    block: blk.fall,
-                    index: 0,
-                });
-                self.link = Some((b, false));
+            if let Some(pc) = self.pc {
+                self.walk_insns(offset, pc, count, executed, first, each, out);
             }
         }
         if trailing > 0 {
             self.flush(out);
-            out(self.ev(offset, EventKind::CycleCount(u32::from(trailing))));
+            out(self.ev(offset, EventKind::CycleCount(trailing)));
+        }
+    }
+
+    /// The instructions of a P-header from `pc` on (`pending` is empty).
+    /// Each instruction's range is handed on at once, except the last
+    /// one of the packet, which is held back: nothing else can come
+    /// between an instruction and the next one of the same packet.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn walk_insns<F: FnMut(Event)>(
+        &mut self,
+        offset: u64,
+        mut pc: Pc,
+        count: u32,
+        executed: u16,
+        first: Option<u32>,
+        each: Option<u32>,
+        out: &mut F,
+    ) {
+        let id = self.id;
+        let last = count - 1;
+        let mut i = 0u32;
+        loop {
+            let b = self.block_at(&mut pc);
+            let blk = self.cache.blocks[b as usize];
+            if pc.index >= blk.len {
+                self.block_error(offset, blk.end, pc.addr, out);
+                return;
+            }
+            let span = blk.first as usize..(blk.first + blk.len) as usize;
+            let alone = &self.cache.alone[span.clone()];
+            let mut emit = |i: u32, alone: &Range, pending: &mut Option<Event>| {
+                let exec = (executed >> i) & 1 != 0;
+                let cycles = if i == 0 { first } else { each };
+                let mut r = *alone;
+                r.executed = exec;
+                r.cycles = cycles;
+                let e = Event {
+                    offset,
+                    id,
+                    kind: EventKind::Range(r),
+                };
+                if i == last {
+                    *pending = Some(e);
+                } else {
+                    out(e);
+                }
+                exec
+            };
+            // The instructions before the block's last one only move the
+            // PC on by their size.
+            let tail = blk.len - 1;
+            while pc.index < tail {
+                let r = &alone[pc.index as usize];
+                emit(i, r, &mut self.pending);
+                i += 1;
+                pc.index += 1;
+                pc.addr = r.end;
+                if i == count {
+                    self.pc = Some(pc);
+                    return;
+                }
+            }
+            let exec = emit(i, &alone[tail as usize], &mut self.pending);
+            let insn = &self.cache.arena[span][tail as usize];
+            i += 1;
+            if exec && insn.waypoint && (insn.target.is_some() || insn.indirect) {
+                if let Some((addr, isa)) = insn.target {
+                    pc = Pc {
+                        addr,
+                        isa,
+                        block: blk.taken,
+                        index: 0,
+                    };
+                    self.link = Some((b, true));
+                } else {
+                    // The target comes in the branch address packet.
+                    self.pc = None;
+                    return;
+                }
+            } else {
+                pc = Pc {
+                    addr: insn.addr.wrapping_add(u32::from(insn.size)),
+                    isa: pc.isa,
+                    block: blk.fall,
+                    index: 0,
+                };
+                self.link = Some((b, false));
+            }
+            if i == count {
+                self.pc = Some(pc);
+                return;
+            }
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use super::op::{Branch, InsnAtoms, Sync, SyncReason, Target, TraceOp};
 use crate::event::{Isa, TraceOnReason};
-use etm_packets::{Atoms, Isa as EIsa, PHeaderFormat, Packet, Reason};
+use etm_packets::{Atoms, Isa as EIsa, Packet, Reason};
 
 fn target(addr: u32, isa: EIsa) -> Target {
     Target {
@@ -23,18 +23,59 @@ fn target(addr: u32, isa: EIsa) -> Target {
 /// per P-header, and cycle-accurate streams are mostly P-headers, so it
 /// must not step through the W atoms one by one. The test
 /// `cycle_split_matches_the_atom_replay` checks it against the replay.
+#[inline(always)]
 fn cycles_of(a: &Atoms) -> (u8, u8, u8) {
-    let total = u32::from(a.count) + u32::from(a.cycles);
-    match a.format {
+    let s = split_of(a);
+    (s as u8, (s >> 8) as u8, (s >> 16) as u8)
+}
+
+/// [`cycles_of`] packed as `first | each << 8 | trailing << 16`: one load
+/// from [`SPLITS`] for the P-headers that exist (up to 16 instructions
+/// and 15 W atoms), computed otherwise.
+#[inline(always)]
+pub(crate) fn split_of(a: &Atoms) -> u32 {
+    let format = usize::from(a.format.number());
+    SPLITS
+        .get(format * SPLIT_ROW + usize::from(a.count) * 16 + usize::from(a.cycles))
+        .filter(|_| a.count <= 16 && a.cycles < 16)
+        .copied()
+        .unwrap_or_else(|| split(a.format.number(), a.count, a.cycles))
+}
+
+/// Entries of [`SPLITS`] per format: 17 instruction counts of 16 W
+/// counts.
+const SPLIT_ROW: usize = 17 * 16;
+
+/// [`split`] of every format, instruction count (0 to 16) and W count (0
+/// to 15), so that a P-header's split costs one load instead of a jump on
+/// its format, which changes from one P-header to the next.
+static SPLITS: [u32; 5 * SPLIT_ROW] = {
+    let mut t = [0u32; 5 * SPLIT_ROW];
+    let mut i = 0;
+    while i < t.len() {
+        let format = (i / SPLIT_ROW) as u8;
+        let count = ((i % SPLIT_ROW) / 16) as u8;
+        let cycles = (i % 16) as u8;
+        t[i] = split(format, count, cycles);
+        i += 1;
+    }
+    t
+};
+
+/// The W split of a P-header of format number `format` with `count` E/N
+/// atoms and `cycles` W atoms, packed as in [`split_of`].
+const fn split(format: u8, count: u8, cycles: u8) -> u32 {
+    let total = count as u32 + cycles as u32;
+    let (first, each, trailing) = match format {
         // Cycle-accurate format 1 alternates W, E/N, W, E/N, ...: one W
         // before each instruction, and a last unpaired W trails.
-        PHeaderFormat::Format1 if a.cycles > 0 => (
-            u8::from(total >= 2),
-            u8::from(total >= 4),
-            u8::from(total % 2 == 1),
+        1 if cycles > 0 => (
+            (total >= 2) as u8,
+            (total >= 4) as u8,
+            (total % 2 == 1) as u8,
         ),
         // Cycle-accurate format 2: one W, then the E/N atoms.
-        PHeaderFormat::Format2 if a.cycles > 0 => {
+        2 if cycles > 0 => {
             if total >= 2 {
                 (1, 0, 0)
             } else {
@@ -42,16 +83,17 @@ fn cycles_of(a: &Atoms) -> (u8, u8, u8) {
             }
         }
         // All W atoms first, then the E/N atoms.
-        PHeaderFormat::Format3 | PHeaderFormat::Format0 => {
-            if a.count > 0 {
-                (a.cycles, 0, 0)
+        0 | 3 => {
+            if count > 0 {
+                (cycles, 0, 0)
             } else {
-                (0, 0, a.cycles)
+                (0, 0, cycles)
             }
         }
         // No W atom.
         _ => (0, 0, 0),
-    }
+    };
+    first as u32 | (each as u32) << 8 | (trailing as u32) << 16
 }
 
 /// The operation an ETMv3 packet stands for; `cycle_accurate` is the
@@ -66,8 +108,20 @@ pub fn lower(packet: &Packet, cycle_accurate: bool) -> TraceOp {
     }
 }
 
+/// A P-header as the engine's fast path takes it: the number of
+/// instructions, their E bits, and in cycle-accurate mode the W split
+/// packed as in [`split_of`].
+#[inline(always)]
+pub(crate) fn p_header(a: &Atoms, cycle_accurate: bool) -> (u32, u16, Option<u32>) {
+    (
+        u32::from(a.count.min(16)),
+        a.executed,
+        cycle_accurate.then(|| split_of(a)),
+    )
+}
+
 /// The operation of a P-header.
-#[inline]
+#[inline(always)]
 fn insn_atoms(a: &Atoms, cycle_accurate: bool) -> InsnAtoms {
     InsnAtoms {
         count: a.count.min(16),
@@ -128,7 +182,7 @@ fn lower_other(packet: &Packet, cycle_accurate: bool) -> TraceOp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use etm_packets::Atom;
+    use etm_packets::{Atom, PHeaderFormat};
 
     /// The W runs counted by replaying the atoms in trace order.
     fn cycles_by_replay(a: &Atoms) -> (u8, u8, u8) {

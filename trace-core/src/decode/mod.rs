@@ -105,6 +105,14 @@ impl Decoder {
     /// ignored (counted in [`Decoder::ignored`]).
     #[inline]
     pub fn push<F: FnMut(Event)>(&mut self, offset: u64, packet: &AnyPacket, out: &mut F) {
+        if let (AnyPacket::Etm(etm_packets::Packet::Atoms(a)), SourceConfig::Etm(_)) =
+            (packet, self.cfg.source)
+        {
+            let (count, executed, cycles) = lower_etm::p_header(a, self.etm_cycle_accurate);
+            self.engine
+                .run_p_header(offset, count, executed, cycles, out);
+            return;
+        }
         let op = match (packet, self.cfg.source) {
             (AnyPacket::Ptm(p), SourceConfig::Ptm(_)) => lower_ptm::lower(p),
             (AnyPacket::Etm(p), SourceConfig::Etm(_)) => {
