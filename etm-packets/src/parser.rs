@@ -254,6 +254,52 @@ impl Parser {
         *self = Self::new(self.cfg);
     }
 
+    /// The last timestamp value (natural binary): the base whose high-order
+    /// bits complete the low-order bits the next timestamp packet carries.
+    #[must_use]
+    pub fn timestamp(&self) -> u64 {
+        if self.cfg.timestamp_gray() {
+            crate::state::from_gray(self.st.ts_raw)
+        } else {
+            self.st.ts_raw
+        }
+    }
+
+    /// Sets the base of [`Parser::timestamp`], for a parser that joins a
+    /// stream part-way and knows (or guesses) the timestamp before it.
+    pub fn set_timestamp(&mut self, value: u64) {
+        self.st.ts_raw = if self.cfg.timestamp_gray() {
+            crate::state::to_gray(value)
+        } else {
+            value
+        };
+    }
+
+    /// Whether `self` and `other` parse any continuation of the stream
+    /// alike: same configuration, synchronization, partly received packet
+    /// and decompression state (addresses, instruction set, security
+    /// state, timestamp), and the same next offset. Their counters may
+    /// differ. Two parsers that started at different points of one stream
+    /// and agree here return the same items from then on, which lets a
+    /// stream be parsed in pieces started independently and checked where
+    /// they meet.
+    #[must_use]
+    pub fn same_state(&self, other: &Self) -> bool {
+        let carry = self.carry_len;
+        self.cfg == other.cfg
+            && self.st == other.st
+            && self.mode == other.mode
+            && self.skip_len == other.skip_len
+            && (self.skip_len == 0 || self.skip_off == other.skip_off)
+            && self.zeros == other.zeros
+            && (self.zeros == 0 || self.zeros_off == other.zeros_off)
+            && carry == other.carry_len
+            && self.carry[..carry] == other.carry[..carry]
+            && self.carry_off[..carry] == other.carry_off[..carry]
+            && self.pending == other.pending
+            && self.next_offset == other.next_offset
+    }
+
     #[inline]
     fn packet(&mut self, off: u64, len: usize, p: Packet) -> Item {
         self.st.apply(&p, &self.cfg);

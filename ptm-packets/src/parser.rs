@@ -205,6 +205,41 @@ impl Parser {
         *self = Parser::new(self.cfg);
     }
 
+    /// The last timestamp value (natural binary): the base whose high-order
+    /// bits complete the low-order bits the next timestamp packet carries.
+    pub fn timestamp(&self) -> u64 {
+        self.ctx.ts
+    }
+
+    /// Sets the base of [`Parser::timestamp`], for a parser that joins a
+    /// stream part-way and knows (or guesses) the timestamp before it.
+    pub fn set_timestamp(&mut self, value: u64) {
+        self.ctx.ts = value;
+    }
+
+    /// Whether `self` and `other` parse any continuation of the stream
+    /// alike: same configuration, synchronization, partly received packet
+    /// and compression state (address, instruction set, timestamp), and
+    /// the same next offset. Their counters may differ. Two parsers that
+    /// started at different points of one stream and agree here return the
+    /// same items from then on, which lets a stream be parsed in pieces
+    /// started independently and checked where they meet.
+    pub fn same_state(&self, other: &Parser) -> bool {
+        let carry = self.carry_len;
+        self.cfg == other.cfg
+            && self.ctx == other.ctx
+            && self.mode == other.mode
+            && self.skip_len == other.skip_len
+            && (self.skip_len == 0 || self.skip_start == other.skip_start)
+            && self.zeros == other.zeros
+            && (self.zeros == 0 || self.zero_start == other.zero_start)
+            && carry == other.carry_len
+            && self.carry[..carry] == other.carry[..carry]
+            && (carry == 0 || self.carry_offset == other.carry_offset)
+            && self.pending == other.pending
+            && self.next_offset == other.next_offset
+    }
+
     #[cold]
     fn fail(&mut self, offset: u64, len: u64, kind: ErrorKind) -> Item {
         self.mode = Mode::Unsynced;

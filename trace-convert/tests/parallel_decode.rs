@@ -1,7 +1,12 @@
-//! Decoding in parallel parts gives exactly the events, in exactly the
-//! order, of one decoder: on the real captures, and on large inputs built
-//! from them, for many part sizes (tiny parts put part boundaries at every
-//! I-sync), and through the CLI's JSONL output.
+//! Decoding a capture cut into chunks on several threads gives exactly
+//! the events, in exactly the order, and the same counters (events per
+//! source, parser bytes, packets, skipped bytes, errors) as one decoder:
+//! on the real captures, on large inputs built from them, on a formatted
+//! capture of two sources (PTM and ETMv3, with timestamps) made by the
+//! trace encoder, on damaged captures, and through the CLI's JSONL output.
+//! Chunk sizes go down to one byte, so that cuts fall everywhere: inside
+//! packets and frames, before the first I-sync of a source, in chunks
+//! without any, and at A-syncs.
 
 #![allow(clippy::unwrap_used)]
 
@@ -9,7 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use trace_convert::decode::parallel::{decode_parallel, DecodeOptions, ParallelStats};
-use trace_convert::decode::{decode_sequential, memory_for, write_event, EventFormat, ExtraMemory};
+use trace_convert::decode::{
+    decode_sequential, memory_for, write_event, DecodeSummary, EventFormat, ExtraMemory,
+};
 use trace_convert::input::source::CaptureSpec;
 use trace_convert::input::{flags::SourceFlags, resolve, Input};
 use trace_core::event::{Event, EventKind};
@@ -22,28 +29,28 @@ fn images(input: &Input) -> impl FnMut(&str) -> Arc<dyn MemoryImage> + '_ {
     }
 }
 
-fn sequential(input: &Input, spec: &CaptureSpec) -> Vec<Event> {
+fn sequential(input: &Input, spec: &CaptureSpec) -> (Vec<Event>, DecodeSummary) {
     let mut events = Vec::new();
-    decode_sequential(spec, images(input), |e| {
+    let summary = decode_sequential(spec, images(input), |e| {
         events.push(*e);
         Ok(())
     })
     .unwrap();
-    events
+    (events, summary)
 }
 
 fn parallel(
     input: &Input,
     spec: &CaptureSpec,
     opts: &DecodeOptions,
-) -> (Vec<Event>, ParallelStats) {
+) -> (Vec<Event>, DecodeSummary, ParallelStats) {
     let mut events = Vec::new();
-    let (_, stats) = decode_parallel(spec, images(input), opts, |e| {
+    let (summary, stats) = decode_parallel(spec, images(input), opts, |e| {
         events.push(*e);
         Ok(())
     })
     .unwrap();
-    (events, stats)
+    (events, summary, stats)
 }
 
 fn jsonl(events: &[Event]) -> Vec<u8> {
@@ -64,58 +71,81 @@ fn options(jobs: usize, part_bytes: u64) -> DecodeOptions {
 }
 
 /// Compare the parallel decode of `spec` with the one-thread decode for
-/// several (part size, threads); returns the stats of the first.
-fn check(input: &Input, spec: &CaptureSpec, runs: &[(u64, usize)]) -> ParallelStats {
-    let want = sequential(input, spec);
+/// several (chunk size, threads); returns the one-thread summary and the
+/// stats of every run.
+fn check(
+    input: &Input,
+    spec: &CaptureSpec,
+    runs: &[(u64, usize)],
+) -> (Vec<Event>, DecodeSummary, Vec<ParallelStats>) {
+    let (want, want_summary) = sequential(input, spec);
     assert!(
         want.iter().any(|e| matches!(e.kind, EventKind::Range(_))),
         "{}: no ranges decoded",
         spec.path.display()
     );
     let want_bytes = jsonl(&want);
-    let mut first = None;
+    let mut all = Vec::new();
     for &(part_bytes, jobs) in runs {
-        {
-            let (got, stats) = parallel(input, spec, &options(jobs, part_bytes));
-            eprintln!(
-                "{}: part size {part_bytes}, {jobs} jobs: {} events, {stats:?}",
+        let (got, summary, stats) = parallel(input, spec, &options(jobs, part_bytes));
+        eprintln!(
+            "{}: chunks of {part_bytes}, {jobs} jobs: {} events, {stats:?}",
+            spec.path.display(),
+            got.len()
+        );
+        if let Some(i) = (0..got.len().max(want.len())).find(|&i| got.get(i) != want.get(i)) {
+            panic!(
+                "{}: chunks of {part_bytes}, {jobs} jobs: event {i} of {}/{} differs:\n  got  {:?}\n  want {:?}",
                 spec.path.display(),
-                got.len()
+                got.len(),
+                want.len(),
+                got.get(i),
+                want.get(i)
             );
-            assert_eq!(got.len(), want.len(), "{part_bytes} bytes, {jobs} jobs");
-            if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
-                panic!(
-                    "{}: part size {part_bytes}, {jobs} jobs: event {i} differs:\n  got  {:?}\n  want {:?}",
-                    spec.path.display(),
-                    got[i],
-                    want[i]
-                );
-            }
-            assert_eq!(jsonl(&got), want_bytes);
-            first.get_or_insert(stats);
         }
+        assert!(jsonl(&got) == want_bytes, "JSONL differs");
+        assert_eq!(summary, want_summary, "chunks of {part_bytes}, {jobs} jobs");
+        all.push(stats);
     }
-    first.unwrap()
+    (want, want_summary, all)
 }
+
+/// Chunk sizes from one byte (every frame and packet cut) to more than a
+/// whole capture.
+const SIZES: [(u64, usize); 9] = [
+    (1, 2),
+    (5, 3),
+    (16, 2),
+    (48, 3),
+    (100, 2),
+    (333, 2),
+    (1000, 3),
+    (4096, 2),
+    (1 << 20, 2),
+];
 
 fn snapshot(name: &str) -> Option<Input> {
     let dir = test_support::opencsd_dir()?;
     Some(resolve(&dir.join(name), &SourceFlags::default()).unwrap())
 }
 
+fn sum(stats: &[ParallelStats], f: impl Fn(&ParallelStats) -> u64) -> u64 {
+    stats.iter().map(f).sum()
+}
+
 #[test]
-fn parallel_parts_equal_one_decoder_on_the_real_captures() {
+fn chunks_equal_one_decoder_on_the_real_captures() {
     for name in ["tc2-ptm-rstk-t32", "TC2"] {
         let Some(input) = snapshot(name) else {
             return;
         };
         for spec in &input.captures {
-            let stats = check(
-                &input,
-                spec,
-                &[(0, 2), (1, 3), (64, 2), (512, 3), (4096, 2), (1 << 20, 2)],
-            );
-            assert!(stats.parts > 1, "{name}: {stats:?}");
+            let (_, _, stats) = check(&input, spec, &SIZES);
+            // Chunks decoded on the workers from their I-sync, and chunks
+            // without one, decoded by the join.
+            assert!(sum(&stats, |s| s.parts) > 0, "{name}: {stats:?}");
+            assert!(sum(&stats, |s| s.serial) > 0, "{name}: {stats:?}");
+            assert!(stats.iter().all(|s| s.chunks >= 1));
         }
     }
 }
@@ -140,50 +170,236 @@ impl Drop for TempDir {
     }
 }
 
-/// A copy of snapshot `name` in `dir` whose trace buffer file is `copies`
-/// copies of the original (the other files are linked).
-fn repeated_snapshot(name: &str, dir: &Path, copies: usize) -> Option<PathBuf> {
-    let src = test_support::opencsd_dir()?.join(name);
-    let input = resolve(&src, &SourceFlags::default()).unwrap();
+/// A copy of the snapshot in `src` under `dir`, its trace buffer file
+/// replaced by `edit` of the original (the other files are copied).
+fn edited_snapshot(src: &Path, dir: &Path, edit: impl Fn(&[u8]) -> Vec<u8>) -> PathBuf {
+    let input = resolve(src, &SourceFlags::default()).unwrap();
     let buffer = input.captures[0].path.clone();
-    let out = dir.join(name);
+    let out = dir.join(src.file_name().unwrap());
     std::fs::create_dir_all(&out).unwrap();
-    for entry in std::fs::read_dir(&src).unwrap() {
-        let entry = entry.unwrap();
-        let path = entry.path();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let path = entry.unwrap().path();
         if !path.is_file() {
             continue;
         }
-        let target = out.join(entry.file_name());
+        let target = out.join(path.file_name().unwrap());
         if path.file_name() == buffer.file_name() {
-            let one = std::fs::read(&path).unwrap();
-            let mut all = Vec::with_capacity(one.len() * copies);
-            for _ in 0..copies {
-                all.extend_from_slice(&one);
-            }
-            std::fs::write(&target, all).unwrap();
+            std::fs::write(&target, edit(&std::fs::read(&path).unwrap())).unwrap();
         } else {
             std::fs::copy(&path, &target).unwrap();
+            let mut perms = std::fs::metadata(&target).unwrap().permissions();
+            #[allow(clippy::permissions_set_readonly_false)]
+            perms.set_readonly(false);
+            std::fs::set_permissions(&target, perms).unwrap();
         }
     }
-    Some(out)
+    out
+}
+
+fn repeat(bytes: &[u8], copies: usize) -> Vec<u8> {
+    bytes.repeat(copies)
 }
 
 #[test]
-fn parallel_parts_equal_one_decoder_on_repeated_captures() {
+fn chunks_equal_one_decoder_on_repeated_captures() {
     let tmp = TempDir::new("repeat");
     // The raw PTM capture starts with an A-sync and an I-sync and ends in
     // a debug halt, so copies chain; the TC2 buffer repeated is several
-    // sessions of formatted trace, each copy's streams cut at its end.
+    // sessions of formatted trace (ETMv3 with timestamps and PTM), each
+    // copy's streams cut at its end.
     for (name, copies) in [("tc2-ptm-rstk-t32", 6), ("TC2", 6)] {
-        let Some(dir) = repeated_snapshot(name, &tmp.0, copies) else {
+        let Some(src) = test_support::opencsd_dir().map(|d| d.join(name)) else {
             return;
         };
+        let dir = edited_snapshot(&src, &tmp.0, |b| repeat(b, copies));
         let input = resolve(&dir, &SourceFlags::default()).unwrap();
         for spec in &input.captures {
-            let stats = check(&input, spec, &[(0, 3), (3000, 2), (40_000, 2)]);
-            assert!(stats.parts >= copies as u64, "{name}: {stats:?}");
+            let (_, _, stats) = check(&input, spec, &[(16, 3), (3000, 2), (40_000, 2)]);
+            assert!(stats[2].parts >= 2, "{name}: {stats:?}");
+            // Timestamp bases guessed by the chunks' parsers are corrected
+            // at the join, not redone.
+            assert_eq!(stats[2].redone, 0, "{name}: {stats:?}");
         }
+    }
+}
+
+/// A deterministic byte stream.
+fn noise(seed: u64) -> impl Iterator<Item = u8> {
+    let mut x = seed | 1;
+    std::iter::from_fn(move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        Some((x >> 24) as u8)
+    })
+}
+
+/// `bytes` with some bytes overwritten, some removed, garbage inserted,
+/// and the end cut off inside a packet.
+fn damage(bytes: &[u8], seed: u64) -> Vec<u8> {
+    let mut rng = noise(seed);
+    let mut out = Vec::with_capacity(bytes.len());
+    for (i, &b) in bytes.iter().enumerate() {
+        match i % 1531 {
+            700 => out.push(rng.next().unwrap()),
+            900 => {}
+            1200 => {
+                out.push(b);
+                out.extend((0..9).map(|_| rng.next().unwrap()));
+            }
+            _ => out.push(b),
+        }
+    }
+    out.truncate(out.len().saturating_sub(3));
+    out
+}
+
+#[test]
+fn chunks_equal_one_decoder_on_damaged_captures() {
+    let tmp = TempDir::new("damage");
+    for (name, copies) in [("tc2-ptm-rstk-t32", 3), ("TC2", 3)] {
+        let Some(src) = test_support::opencsd_dir().map(|d| d.join(name)) else {
+            return;
+        };
+        let dir = edited_snapshot(&src, &tmp.0, |b| damage(&repeat(b, copies), 7));
+        let input = resolve(&dir, &SourceFlags::default()).unwrap();
+        for spec in &input.captures {
+            let (_, summary, stats) = check(&input, spec, &SIZES);
+            let (skipped, errors) = summary
+                .parsed
+                .iter()
+                .fold((0, 0), |(s, e), (_, p)| (s + p.skipped, e + p.errors));
+            assert!(skipped > 0 && errors > 0, "{name}: {summary:?}");
+            assert!(sum(&stats, |s| s.parts) > 0, "{name}: {stats:?}");
+        }
+    }
+}
+
+/// A CoreSight-formatted snapshot of two sources made by the trace
+/// encoder from the corpus program `example`: cycle-accurate PTM with the
+/// return stack (T32 build) on trace ID 0x10 and cycle-accurate ETMv3.5
+/// (A32 build) on 0x21, both with timestamps and periodic A-sync/I-sync,
+/// interleaved `interleave` bytes at a time.
+fn encoded_two_sources(dir: &Path, interleave: usize) -> PathBuf {
+    use trace_core::memory::{MemoryMap, Space};
+    use trace_encode::capture::{format_capture, Layout, Source};
+    use trace_encode::snapshot::{dumps_of, write_snapshot, BufferFormat, Core, SnapshotSpec};
+    use trace_encode::{encode_etm, encode_ptm, EtmOptions, Flow, PtmOptions, SyncPeriod};
+    use trace_encode::{CycleModel, TraceOptions};
+
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/fixtures");
+    let load = |name: &str| {
+        let flow =
+            Flow::parse(&std::fs::read_to_string(fixtures.join(format!("{name}.flow"))).unwrap())
+                .unwrap();
+        let mut memory = MemoryMap::new();
+        memory
+            .add_elf(&fixtures.join(format!("{name}.elf")), Space::Any)
+            .unwrap();
+        (flow, memory)
+    };
+    let (t_flow, t_mem) = load("example-t");
+    let (a_flow, a_mem) = load("example-a");
+    let trace = TraceOptions {
+        sync: Some(SyncPeriod::Bytes(700)),
+        timestamps: true,
+        timestamp_interval: 150,
+        cycles: CycleModel {
+            per_instruction: 1,
+            taken_branch: 2,
+        },
+        ..TraceOptions::default()
+    };
+    let ptm = encode_ptm(
+        &t_flow.items,
+        &t_mem,
+        &PtmOptions {
+            return_stack: true,
+            cycle_accurate: true,
+            trace: trace.clone(),
+            ..PtmOptions::default()
+        },
+    )
+    .unwrap();
+    let etm = encode_etm(
+        &a_flow.items,
+        &a_mem,
+        &EtmOptions {
+            cycle_accurate: true,
+            trace,
+            ..EtmOptions::default()
+        },
+    )
+    .unwrap();
+    let capture = format_capture(
+        &[
+            Source {
+                id: 0x10,
+                bytes: &ptm.bytes,
+            },
+            Source {
+                id: 0x21,
+                bytes: &etm.bytes,
+            },
+        ],
+        Layout::Memory,
+        interleave,
+    )
+    .unwrap();
+    let out = dir.join(format!("two-sources-{interleave}"));
+    let core = |name: &str, memory: &MemoryMap| Core {
+        name: name.into(),
+        kind: "Cortex-A9".into(),
+        pc: 0,
+        dumps: dumps_of(memory),
+    };
+    let source =
+        |name: &str, t: &trace_encode::Trace, id: u8, core: &str| trace_encode::snapshot::Source {
+            name: name.into(),
+            protocol: t.protocol,
+            regs: t.regs,
+            id,
+            core: core.into(),
+        };
+    write_snapshot(
+        &out,
+        &SnapshotSpec {
+            cores: vec![core("cpu_0", &t_mem), core("cpu_1", &a_mem)],
+            sources: vec![
+                source("PTM_0", &ptm, 0x10, "cpu_0"),
+                source("ETM_1", &etm, 0x21, "cpu_1"),
+            ],
+            trace: capture,
+            format: BufferFormat::CoreSight,
+            timestamp_hz: None,
+        },
+    )
+    .unwrap();
+    out
+}
+
+#[test]
+fn chunks_equal_one_decoder_on_a_formatted_capture_of_two_sources() {
+    let tmp = TempDir::new("two");
+    for interleave in [5, 64] {
+        let dir = encoded_two_sources(&tmp.0, interleave);
+        let input = resolve(&dir, &SourceFlags::default()).unwrap();
+        let spec = &input.captures[0];
+        let (want, summary, stats) = check(
+            &input,
+            spec,
+            &[(1, 2), (16, 3), (200, 2), (4096, 2), (65_536, 3)],
+        );
+        assert_eq!(summary.sources.len(), 2, "{summary:?}");
+        assert!(want
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Timestamp { .. })));
+        assert!(sum(&stats, |s| s.parts) > 0, "{stats:?}");
+        assert_eq!(stats[4].redone, 0, "{stats:?}");
+        // Damaged: bytes flipped and removed across frames.
+        let damaged = edited_snapshot(&dir, &tmp.0.join("damaged"), |b| damage(b, 11));
+        let input = resolve(&damaged, &SourceFlags::default()).unwrap();
+        check(&input, &input.captures[0], &[(1, 2), (333, 3), (8192, 2)]);
     }
 }
 
@@ -191,13 +407,13 @@ fn parallel_parts_equal_one_decoder_on_repeated_captures() {
 fn cli_jsonl_of_a_large_capture_equals_one_decoder() {
     let tmp = TempDir::new("cli");
     // TRACE_CONVERT_JOBS makes the CLI decode in parallel whatever the
-    // capture's size and the machine; the default part size puts a dozen
-    // boundaries in these copies.
-    let Some(dir) = repeated_snapshot("tc2-ptm-rstk-t32", &tmp.0, 12) else {
+    // capture's size and the machine; the copies hold several chunks.
+    let Some(src) = test_support::opencsd_dir().map(|d| d.join("tc2-ptm-rstk-t32")) else {
         return;
     };
+    let dir = edited_snapshot(&src, &tmp.0, |b| repeat(b, 40));
     let input = resolve(&dir, &SourceFlags::default()).unwrap();
-    let want = jsonl(&sequential(&input, &input.captures[0]));
+    let want = jsonl(&sequential(&input, &input.captures[0]).0);
     let out = Command::new(env!("CARGO_BIN_EXE_trace-convert"))
         .env("TRACE_CONVERT_JOBS", "2")
         .args(["decode", "--format", "jsonl"])

@@ -300,6 +300,118 @@ fn encoded_snapshot(dir: &Path, ptm: bool, size: usize) -> Result<(PathBuf, Path
     Ok((out, file))
 }
 
+/// A snapshot directory under `dir` whose capture is CoreSight-formatted
+/// with two sources made by trace-encode from the corpus program
+/// `example`: cycle-accurate PTM with the return stack (T32 build) on
+/// trace ID 0x10 and cycle-accurate ETMv3.5 (A32 build) on 0x21, both with
+/// timestamps and an A-sync/I-sync every KiB, interleaved in frames 64
+/// bytes of each at a time; a unit of about 8 MiB repeated to `size`
+/// bytes (each unit's streams end at the end of a repetition of the
+/// program, so units chain).
+fn encoded_two_source_snapshot(dir: &Path, size: usize) -> Result<(PathBuf, PathBuf), String> {
+    use std::io::Write;
+    use trace_encode::capture::{format_capture, Layout, Source};
+    use trace_encode::snapshot::{dumps_of, write_snapshot, BufferFormat, Core, SnapshotSpec};
+    use trace_encode::{
+        write_repeated, CycleModel, Encoding, EtmOptions, PtmOptions, SyncPeriod, TraceOptions,
+    };
+    let t = crate::example::fixture("example-t")?;
+    let a = crate::example::fixture("example-a")?;
+    let trace = TraceOptions {
+        sync: Some(SyncPeriod::Bytes(1024)),
+        timestamps: true,
+        timestamp_interval: 2000,
+        cycles: CycleModel {
+            per_instruction: 1,
+            taken_branch: 2,
+        },
+        ..TraceOptions::default()
+    };
+    let ptm = Encoding::Ptm(PtmOptions {
+        return_stack: true,
+        cycle_accurate: true,
+        trace: trace.clone(),
+        ..PtmOptions::default()
+    });
+    let etm = Encoding::Etm(EtmOptions {
+        cycle_accurate: true,
+        trace,
+        ..EtmOptions::default()
+    });
+    let unit = 4u64 << 20;
+    let (mut ptm_bytes, mut etm_bytes) = (Vec::new(), Vec::new());
+    write_repeated(&t.flow.items, &t.memory, &ptm, unit, &mut ptm_bytes)
+        .map_err(|e| e.to_string())?;
+    write_repeated(&a.flow.items, &a.memory, &etm, unit, &mut etm_bytes)
+        .map_err(|e| e.to_string())?;
+    let capture = format_capture(
+        &[
+            Source {
+                id: 0x10,
+                bytes: &ptm_bytes,
+            },
+            Source {
+                id: 0x21,
+                bytes: &etm_bytes,
+            },
+        ],
+        Layout::Memory,
+        64,
+    )
+    .map_err(|e| e.to_string())?;
+    // The registers of each encoding, from a short sample of it.
+    let regs = |enc: &Encoding, memory: &trace_core::memory::MemoryMap, flow: &[_]| {
+        match enc {
+            Encoding::Ptm(o) => trace_encode::encode_ptm(flow, memory, o),
+            Encoding::Etm(o) => trace_encode::encode_etm(flow, memory, o),
+        }
+        .map(|t| (t.protocol, t.regs))
+        .map_err(|e| e.to_string())
+    };
+    let (ptm_protocol, ptm_regs) = regs(&ptm, &t.memory, &t.flow.items)?;
+    let (etm_protocol, etm_regs) = regs(&etm, &a.memory, &a.flow.items)?;
+    let out = dir.join("encoded-two-sources");
+    let core = |name: &str, memory: &trace_core::memory::MemoryMap| Core {
+        name: name.into(),
+        kind: "Cortex-A9".into(),
+        pc: 0,
+        dumps: dumps_of(memory),
+    };
+    let spec = SnapshotSpec {
+        cores: vec![core("cpu_0", &t.memory), core("cpu_1", &a.memory)],
+        sources: vec![
+            trace_encode::snapshot::Source {
+                name: "PTM_0".into(),
+                protocol: ptm_protocol,
+                regs: ptm_regs,
+                id: 0x10,
+                core: "cpu_0".into(),
+            },
+            trace_encode::snapshot::Source {
+                name: "ETM_1".into(),
+                protocol: etm_protocol,
+                regs: etm_regs,
+                id: 0x21,
+                core: "cpu_1".into(),
+            },
+        ],
+        trace: Vec::new(),
+        format: BufferFormat::CoreSight,
+        timestamp_hz: None,
+    };
+    write_snapshot(&out, &spec).map_err(|e| e.to_string())?;
+    let file = out.join("trace.bin");
+    let f = std::fs::File::create(&file).map_err(|e| e.to_string())?;
+    let mut w = std::io::BufWriter::new(f);
+    let mut written = 0;
+    while written < size.max(1) {
+        w.write_all(&capture).map_err(|e| e.to_string())?;
+        written += capture.len().max(1);
+    }
+    w.flush().map_err(|e| e.to_string())?;
+    Ok((out, file))
+}
+
 fn snapshot_with(
     src: &Path,
     dir: &Path,
@@ -660,28 +772,48 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
 
     // Whole captures from files, decoded by trace-convert's library in a
     // child process (for its peak memory): one thread, then all.
-    let (ptm_snap, ptm_file) = snapshot_with(&rstk_dir, &tmp.0, &unit, opts.file_size)?;
-    let (tc2_snap, tc2_file) = snapshot_with(&tc2_dir, &tmp.0, &capture, opts.file_size)?;
-    let (enc_ptm_snap, enc_ptm_file) = encoded_snapshot(&tmp.0, true, opts.file_size)?;
-    let (enc_etm_snap, enc_etm_file) = encoded_snapshot(&tmp.0, false, opts.file_size)?;
+    // (Only the inputs of the rows asked for are written.)
     drop((ptm, etm, sessions));
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
-    for (name, snap, file, base) in [
-        ("PTM raw file", &ptm_snap, &ptm_file, ptm_base),
-        ("TC2 sessions file", &tc2_snap, &tc2_file, sessions_base),
+    type Make<'a> = Box<dyn Fn() -> Result<(PathBuf, PathBuf), String> + 'a>;
+    let file_size = opts.file_size;
+    let inputs: Vec<(&str, Make<'_>, f64)> = vec![
+        (
+            "PTM raw file",
+            Box::new(|| snapshot_with(&rstk_dir, &tmp.0, &unit, file_size)),
+            ptm_base,
+        ),
+        (
+            "TC2 sessions file",
+            Box::new(|| snapshot_with(&tc2_dir, &tmp.0, &capture, file_size)),
+            sessions_base,
+        ),
+        (
+            "encoder PTM+ETMv3 formatted file",
+            Box::new(|| encoded_two_source_snapshot(&tmp.0, file_size)),
+            sessions_base,
+        ),
         (
             "encoder PTM file (example)",
-            &enc_ptm_snap,
-            &enc_ptm_file,
+            Box::new(|| encoded_snapshot(&tmp.0, true, file_size)),
             ptm_base,
         ),
         (
             "encoder ETMv3 file (example)",
-            &enc_etm_snap,
-            &enc_etm_file,
+            Box::new(|| encoded_snapshot(&tmp.0, false, file_size)),
             etm_base,
         ),
-    ] {
+    ];
+    for (name, make, base) in &inputs {
+        let (name, base) = (*name, *base);
+        if ![1, jobs]
+            .iter()
+            .any(|t| opts.wants(&format!("{name} decode, {t} thread(s)")))
+        {
+            continue;
+        }
+        let (snap, file) = make()?;
+        let (snap, file) = (&snap, &file);
         let bytes = std::fs::metadata(file).map_or(0, |m| m.len()) as usize;
         let mut one = None;
         for threads in [1, jobs] {
@@ -718,6 +850,8 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
                 note: format!("peak RSS {:.1} MB{speedup}", peak as f64 / 1e6),
             });
         }
+        // Gigabyte inputs: do not keep them all at once.
+        let _ = std::fs::remove_dir_all(snap);
     }
 
     sink_rows(&opts, &tmp.0, &mut rows)?;

@@ -123,6 +123,21 @@ impl Deformatter {
         }
     }
 
+    /// A deformatter for [`FrameMode::Memory`] input that joins a capture
+    /// at `offset`, a frame boundary (a multiple of 16 from the start),
+    /// with `id` the trace ID in force there: the last ID change of the
+    /// frames before ([`super::id_after`] of the last frame that has one),
+    /// `None` if none has. Fed the rest of the capture, it reports what a
+    /// deformatter fed the whole capture reports from `offset` on; this
+    /// lets a buffer be deformatted in pieces, in parallel.
+    #[must_use]
+    pub fn resume_memory(offset: u64, id: Option<u8>) -> Self {
+        let mut d = Deformatter::new(FrameMode::Memory);
+        d.offset = offset;
+        d.cur_id = id;
+        d
+    }
+
     /// The layout this deformatter expects.
     #[must_use]
     pub fn mode(&self) -> FrameMode {

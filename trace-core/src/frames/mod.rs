@@ -59,6 +59,28 @@ pub fn is_source_id(id: u8) -> bool {
     (0x01..=0x6F).contains(&id)
 }
 
+/// The trace ID a formatter frame leaves in force when it changes it: the
+/// last ID change among its bytes 0, 2, .., 14 (bit 0 set), or `None` when
+/// it has none (the ID in force before it stays).
+///
+/// ```
+/// use trace_core::frames::id_after;
+/// let mut frame = [0u8; 16];
+/// assert_eq!(id_after(&frame), None);
+/// frame[2] = (0x10 << 1) | 1;
+/// frame[8] = (0x22 << 1) | 1;
+/// assert_eq!(id_after(&frame), Some(0x22));
+/// ```
+#[must_use]
+pub fn id_after(frame: &[u8; FRAME_SIZE]) -> Option<u8> {
+    (0..FRAME_SIZE - 1)
+        .step_by(2)
+        .rev()
+        .map(|i| frame[i])
+        .find(|b| b & 1 == 1)
+        .map(|b| b >> 1)
+}
+
 /// Payload bytes of one trace source, contiguous in the input file.
 ///
 /// A run never spans two frames, so it holds at most 15 bytes.

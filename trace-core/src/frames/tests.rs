@@ -229,3 +229,37 @@ proptest! {
         }
     }
 }
+
+/// Where an event's bytes start.
+fn event_offset(e: &FrameEvent) -> u64 {
+    match e {
+        FrameEvent::Data(run) | FrameEvent::Discarded { run, .. } => run.offset,
+        FrameEvent::Unsynchronized { offset, .. } | FrameEvent::Truncated { offset, .. } => *offset,
+    }
+}
+
+proptest! {
+    /// A deformatter resumed at any frame boundary, with the ID that
+    /// `id_after` finds in the frames before, reports exactly the events
+    /// that one deformatter of the whole input reports from there on.
+    #[test]
+    fn resuming_at_a_frame_boundary_gives_the_rest(
+        data in prop::collection::vec(any::<u8>(), 0..400),
+        frame in 0usize..26,
+        chunk in 1usize..40,
+    ) {
+        let cut = (frame * FRAME_SIZE).min(data.len() / FRAME_SIZE * FRAME_SIZE);
+        let whole = collect(&mut Deformatter::new(FrameMode::Memory), &data, chunk);
+        let id = data[..cut]
+            .chunks_exact(FRAME_SIZE)
+            .rev()
+            .find_map(|f| id_after(f.try_into().expect("a frame")));
+        let mut resumed = Deformatter::resume_memory(cut as u64, id);
+        let rest = collect(&mut resumed, &data[cut..], chunk);
+        let want: Vec<FrameEvent> = whole
+            .into_iter()
+            .filter(|e| event_offset(e) >= cut as u64)
+            .collect();
+        prop_assert_eq!(rest, want);
+    }
+}

@@ -1,0 +1,312 @@
+//! What a worker thread does with one chunk of capture bytes: deformat,
+//! parse and decode it from fresh state, and note for each trace source
+//! where its parser and decoder can take over from the real ones.
+//!
+//! A source's fresh parser skips bytes until an A-sync and then parses
+//! with an unknown compression state (the last address, until an I-sync;
+//! the timestamp base, which starts from the last one the join knew), so
+//! its first packets may differ from the real ones. Its decoder starts at
+//! the source's first I-sync ([`Decoder::at_sync`]). The point where the
+//! worker's parser and decoder may take over is the end of the payload
+//! piece holding that I-sync (a formatter run of at most 15 bytes, or a
+//! small slice of a raw stream): the parser's state there is kept, with
+//! the items of that piece from the I-sync on, for the join to compare
+//! with the real parser's. The source's runs up to there are kept too, so
+//! that the join parses them without deformatting the chunk again.
+
+use super::cuts::{Layout, Window};
+use super::parse::{timestamp_of, Op, PacketParser};
+use super::EventBuf;
+use crate::decode::SourceCounts;
+use std::sync::Arc;
+use trace_core::decode::{Decoder, DecoderConfig, SyncPoints};
+use trace_core::demux::SourceConfig;
+use trace_core::event::Event;
+use trace_core::frames::{Deformatter, FrameEvent, Run};
+use trace_core::memory::MemoryImage;
+
+/// Number of trace IDs.
+pub(super) const IDS: usize = 128;
+
+/// Raw input: bytes fed at a time while looking for the first I-sync (the
+/// real parser re-reads them at the join), and afterwards.
+const SEEK_PIECE: usize = 16;
+const PIECE: usize = 64 << 10;
+
+/// What every chunk shares.
+pub(super) struct Shared {
+    pub(super) layout: Layout,
+    /// Raw input: the trace ID of its one source.
+    pub(super) raw_id: u8,
+    /// Per trace ID: the packet and decoder configurations of the source
+    /// it would have (configured, or any ID's template).
+    pub(super) sources: Vec<Option<(SourceConfig, DecoderConfig)>>,
+}
+
+impl Shared {
+    pub(super) fn source(&self, id: u8) -> Option<(SourceConfig, DecoderConfig)> {
+        self.sources.get(usize::from(id)).copied().flatten()
+    }
+}
+
+/// Memory images per trace ID, as known when the chunk was handed out.
+pub(super) type Memories = Arc<Vec<Option<Arc<dyn MemoryImage>>>>;
+
+/// Where a chunk's decoder of one source takes over.
+pub(super) struct Stitch {
+    /// End of the piece holding the I-sync: the offset just past it (raw
+    /// input) or the number of the formatter run (formatted input).
+    pub(super) at: u64,
+    /// The parser right after that piece.
+    pub(super) parser: PacketParser,
+    /// The items of that piece from the I-sync on, with their keys.
+    pub(super) items: Vec<(u64, Op)>,
+}
+
+/// A source's share of a chunk.
+pub(super) struct LaneDone {
+    pub(super) id: u8,
+    /// `None`: no I-sync found (or no memory image yet); the join parses
+    /// and decodes this source's share itself.
+    pub(super) stitch: Option<Stitch>,
+    /// The parser at the end of the chunk.
+    pub(super) parser: PacketParser,
+    /// The decoder started at the I-sync, having run the rest.
+    pub(super) decoder: Option<Decoder>,
+    /// The timestamp packets after the stitch: offset and bits carried.
+    pub(super) stamps: Vec<(u64, u8)>,
+    /// Its events with the keys of the items that produced them.
+    pub(super) events: EventBuf,
+    /// Their counts.
+    pub(super) counts: SourceCounts,
+    /// Formatted input: the source's runs (with their numbers) up to and
+    /// including the stitch's, or all of them when there is no stitch:
+    /// the join parses them again with the real parser.
+    pub(super) runs: Vec<(u64, Run)>,
+}
+
+/// A decoded chunk.
+pub(super) struct ChunkDone {
+    /// Formatted input: the trace ID in force at the chunk's start.
+    pub(super) id_at_start: Option<u8>,
+    /// The sources that had bytes in the chunk.
+    pub(super) lanes: Vec<LaneDone>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Looking for the first I-sync.
+    Seek,
+    /// The I-sync was in the current piece.
+    Found,
+    /// Decoding.
+    Decode,
+}
+
+/// A source while its chunk is worked on.
+struct Lane {
+    id: u8,
+    parser: PacketParser,
+    phase: Phase,
+    points: SyncPoints,
+    cfg: DecoderConfig,
+    memory: Option<Arc<dyn MemoryImage>>,
+    decoder: Option<Decoder>,
+    found: Vec<(u64, Op)>,
+    stitch: Option<Stitch>,
+    stamps: Vec<(u64, u8)>,
+    events: EventBuf,
+    counts: SourceCounts,
+    runs: Vec<(u64, Run)>,
+}
+
+/// Run `op` on `decoder`, keeping its events with `key` and counting them.
+#[inline]
+pub(super) fn run_op(
+    decoder: &mut Decoder,
+    key: u64,
+    op: Op,
+    events: &mut EventBuf,
+    counts: &mut SourceCounts,
+) {
+    let mut keep = |e: Event| {
+        counts.count(&e);
+        events.push((key, e));
+    };
+    match op {
+        Op::Packet(offset, packet) => decoder.push(offset, &packet, &mut keep),
+        Op::Error(offset) => decoder.packet_error(offset, &mut keep),
+    }
+}
+
+/// The key of an item, for the order of events across sources: the
+/// number of its formatter run (a run holds one source's bytes), or in a
+/// raw stream (one source: only the order within it matters) its offset.
+#[inline]
+pub(super) fn key_of(run: Option<u64>, op: &Op) -> u64 {
+    match (run, op) {
+        (Some(r), _) => r,
+        (None, Op::Packet(o, _) | Op::Error(o)) => *o,
+    }
+}
+
+impl Lane {
+    /// Feed one piece of the source's payload; `run` as for [`key_of`],
+    /// `at` the piece's end as [`Stitch::at`] counts it.
+    fn piece(&mut self, offset: u64, data: &[u8], run: Option<u64>, at: u64) {
+        let Lane {
+            parser,
+            phase,
+            points,
+            cfg,
+            memory,
+            decoder,
+            found,
+            stamps,
+            events,
+            counts,
+            ..
+        } = self;
+        if let (Phase::Decode, Some(d)) = (*phase, decoder.as_mut()) {
+            parser.feed(offset, data, |op| {
+                if let (Some((_, bits)), Op::Packet(o, _)) = (timestamp_of(&op), op) {
+                    stamps.push((o, bits));
+                }
+                run_op(d, key_of(run, &op), op, events, counts);
+            });
+            return;
+        }
+        parser.feed(offset, data, |op| {
+            let key = key_of(run, &op);
+            match (*phase, decoder.as_mut()) {
+                (Phase::Seek, _) => {
+                    let Op::Packet(o, packet) = op else { return };
+                    let Some(before) = points.observe(&packet) else {
+                        return;
+                    };
+                    let Some(mem) = memory.as_ref() else { return };
+                    if let Some(d) = Decoder::at_sync(*cfg, Arc::clone(mem), before, o, &packet) {
+                        *decoder = Some(d);
+                        found.push((key, op));
+                        *phase = Phase::Found;
+                    }
+                }
+                (_, Some(d)) => {
+                    if *phase == Phase::Found {
+                        found.push((key, op));
+                    }
+                    run_op(d, key, op, events, counts);
+                }
+                (_, None) => {}
+            }
+        });
+        if self.phase == Phase::Found {
+            self.stitch = Some(Stitch {
+                at,
+                parser: self.parser.clone(),
+                items: std::mem::take(&mut self.found),
+            });
+            self.phase = Phase::Decode;
+        }
+    }
+
+    fn done(self) -> LaneDone {
+        LaneDone {
+            id: self.id,
+            stitch: self.stitch,
+            parser: self.parser,
+            decoder: self.decoder,
+            stamps: self.stamps,
+            events: self.events,
+            counts: self.counts,
+            runs: self.runs,
+        }
+    }
+}
+
+/// Work one chunk of `window` from fresh state.
+pub(super) fn run_chunk(
+    shared: &Shared,
+    memories: &Memories,
+    seeds: &[Option<u64>],
+    window: &Window,
+    chunk: usize,
+    mut spare: impl FnMut() -> EventBuf,
+) -> ChunkDone {
+    let range = window.chunks.get(chunk).cloned().unwrap_or(0..0);
+    let start = window.base + range.start as u64;
+    let bytes = window.bytes.get(range.clone()).unwrap_or(&[]);
+    let mut slot = [usize::MAX; IDS];
+    let mut lanes: Vec<Lane> = Vec::new();
+    let mut lane = |id: u8, lanes: &mut Vec<Lane>| -> Option<usize> {
+        let i = *slot.get(usize::from(id))?;
+        if i != usize::MAX {
+            return Some(i);
+        }
+        let (pcfg, cfg) = shared.source(id)?;
+        let mut events = spare();
+        events.clear();
+        let mut parser = PacketParser::new(pcfg);
+        if let Some(ts) = seeds.get(usize::from(id)).copied().flatten() {
+            parser.set_timestamp(ts);
+        }
+        lanes.push(Lane {
+            id,
+            parser,
+            phase: Phase::Seek,
+            points: SyncPoints::new(&cfg),
+            cfg,
+            memory: memories.get(usize::from(id)).cloned().flatten(),
+            decoder: None,
+            found: Vec::new(),
+            stitch: None,
+            stamps: Vec::new(),
+            events,
+            counts: SourceCounts::default(),
+            runs: Vec::new(),
+        });
+        slot[usize::from(id)] = lanes.len() - 1;
+        Some(lanes.len() - 1)
+    };
+    let mut id_at_start = None;
+    match shared.layout {
+        Layout::Raw => {
+            if let Some(i) = lane(shared.raw_id, &mut lanes) {
+                let l = &mut lanes[i];
+                let mut at = 0usize;
+                while at < bytes.len() {
+                    let n = if l.phase == Phase::Decode {
+                        PIECE
+                    } else {
+                        SEEK_PIECE
+                    };
+                    let end = (at + n).min(bytes.len());
+                    let offset = start + at as u64;
+                    l.piece(offset, &bytes[at..end], None, start + end as u64);
+                    at = end;
+                }
+            }
+        }
+        Layout::Frames => {
+            id_at_start = window.id_at(range.start);
+            let mut d = Deformatter::resume_memory(start, id_at_start);
+            let mut run_no = 0u64;
+            for ev in d.feed(bytes) {
+                if let FrameEvent::Data(run) = ev {
+                    if let Some(i) = lane(run.id, &mut lanes) {
+                        let l = &mut lanes[i];
+                        if l.phase != Phase::Decode {
+                            l.runs.push((run_no, run));
+                        }
+                        l.piece(run.offset, run.data(), Some(run_no), run_no);
+                    }
+                    run_no += 1;
+                }
+            }
+        }
+    }
+    ChunkDone {
+        id_at_start,
+        lanes: lanes.into_iter().map(Lane::done).collect(),
+    }
+}

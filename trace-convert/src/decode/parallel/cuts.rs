@@ -1,0 +1,265 @@
+//! Reading a capture in windows of bytes, each cut into chunks at points
+//! where a fresh deformatter and fresh packet parsers can start.
+//!
+//! CoreSight-formatted (memory-mode) buffers are cut at 16-byte frame
+//! boundaries; the trace ID in force at a cut is the last ID change of the
+//! frames before it. A raw single-source stream is cut at the first A-sync
+//! (five `0x00` then `0x80`, the same pattern in PTM and ETMv3) found a
+//! little after the nominal cut, or at the nominal cut when none is near:
+//! any cut is correct, since a chunk's decoder only takes over where its
+//! parser's state is seen to equal the real one, but a cut at an A-sync
+//! lets the fresh parser take over right away.
+
+use std::io::{self, Read};
+use std::ops::Range;
+use trace_core::frames::{id_after, FRAME_SIZE};
+
+/// How the capture's bytes are laid out, as far as cutting goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Layout {
+    /// One source's bytes.
+    Raw,
+    /// Formatter frames aligned on the first byte.
+    Frames,
+}
+
+/// Bytes of the capture and the chunks they are cut into.
+#[derive(Debug)]
+pub(super) struct Window {
+    /// Offset in the capture of `bytes[0]`.
+    pub(super) base: u64,
+    pub(super) bytes: Vec<u8>,
+    /// Chunks, in order, covering `bytes` from the start (up to the end,
+    /// except the tail kept for the next window).
+    pub(super) chunks: Vec<Range<usize>>,
+    /// Formatted input: the trace ID in force at `base`.
+    pub(super) id_at_start: Option<u8>,
+}
+
+impl Window {
+    /// Formatted input: the trace ID in force at `bytes[at]` (a frame
+    /// boundary), from the frames of this window before it.
+    pub(super) fn id_at(&self, at: usize) -> Option<u8> {
+        self.bytes[..at.min(self.bytes.len())]
+            .chunks_exact(FRAME_SIZE)
+            .rev()
+            .find_map(|f| <&[u8; FRAME_SIZE]>::try_from(f).ok().and_then(id_after))
+            .or(self.id_at_start)
+    }
+}
+
+/// Reads a capture in windows.
+pub(super) struct Reader<R> {
+    file: R,
+    layout: Layout,
+    /// Bytes read but not yet in a window, from `offset`.
+    carry: Vec<u8>,
+    offset: u64,
+    eof: bool,
+    /// Formatted input: the trace ID in force at `offset`.
+    id: Option<u8>,
+    /// Bytes read so far.
+    pub(super) read: u64,
+}
+
+/// The A-sync pattern, PTM and ETMv3 alike (a longer zero run ends in it).
+const ASYNC: [u8; 6] = [0, 0, 0, 0, 0, 0x80];
+
+impl<R: Read> Reader<R> {
+    pub(super) fn new(file: R, layout: Layout) -> Self {
+        Reader {
+            file,
+            layout,
+            carry: Vec::new(),
+            offset: 0,
+            eof: false,
+            id: None,
+            read: 0,
+        }
+    }
+
+    /// The next window of up to `chunks` chunks of about `chunk` bytes
+    /// (raw input: looking up to `scan` bytes past each nominal cut for an
+    /// A-sync); `None` at the end of the capture.
+    ///
+    /// # Errors
+    ///
+    /// When the capture cannot be read.
+    pub(super) fn next_window(
+        &mut self,
+        chunk: usize,
+        chunks: usize,
+        scan: usize,
+    ) -> io::Result<Option<Window>> {
+        let chunk = match self.layout {
+            Layout::Raw => chunk.max(1),
+            Layout::Frames => chunk.max(1).div_ceil(FRAME_SIZE) * FRAME_SIZE,
+        };
+        let chunks = chunks.max(1);
+        let raw = self.layout == Layout::Raw;
+        let want = chunk * chunks + if raw { scan + ASYNC.len() } else { 0 };
+        let mut bytes = std::mem::take(&mut self.carry);
+        self.fill(&mut bytes, want)?;
+        if bytes.is_empty() {
+            return Ok(None);
+        }
+        let len = bytes.len();
+        let mut cuts = Vec::new();
+        let mut at = 0usize;
+        let end = loop {
+            if cuts.len() == chunks || at == len {
+                break at;
+            }
+            let nominal = at + chunk;
+            if nominal > len || (raw && nominal == len) {
+                if self.eof {
+                    cuts.push(at..len);
+                    break len;
+                }
+                break at;
+            }
+            let cut = match self.layout {
+                Layout::Frames => nominal,
+                Layout::Raw => {
+                    let limit = (nominal + scan + ASYNC.len()).min(len);
+                    match bytes[nominal..limit]
+                        .windows(ASYNC.len())
+                        .position(|w| w == ASYNC)
+                    {
+                        Some(p) => nominal + p,
+                        None if limit < nominal + scan + ASYNC.len() && !self.eof => {
+                            // The search would run past what was read.
+                            break at;
+                        }
+                        None => nominal,
+                    }
+                }
+            };
+            cuts.push(at..cut);
+            at = cut;
+        };
+        let (cuts, end) = if cuts.is_empty() {
+            // Always make progress: one chunk of what there is.
+            let end = if self.layout == Layout::Frames && !self.eof {
+                len / FRAME_SIZE * FRAME_SIZE
+            } else {
+                len
+            };
+            (std::iter::once(0..end).collect(), end)
+        } else {
+            (cuts, end)
+        };
+        self.carry = bytes.split_off(end);
+        let window = Window {
+            base: self.offset,
+            bytes,
+            chunks: cuts,
+            id_at_start: self.id,
+        };
+        if self.layout == Layout::Frames {
+            self.id = window.id_at(end);
+        }
+        self.offset += end as u64;
+        Ok(Some(window))
+    }
+
+    /// Read until `bytes` holds `want` bytes or the capture ends.
+    fn fill(&mut self, bytes: &mut Vec<u8>, want: usize) -> io::Result<()> {
+        if bytes.len() >= want || self.eof {
+            return Ok(());
+        }
+        let have = bytes.len();
+        bytes.resize(want, 0);
+        let mut filled = have;
+        while filled < want {
+            match self.file.read(&mut bytes[filled..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => {
+                    filled += n;
+                    self.read += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        bytes.truncate(filled);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn windows(data: &[u8], layout: Layout, chunk: usize, scan: usize) -> Vec<Window> {
+        let mut r = Reader::new(data, layout);
+        let mut out = Vec::new();
+        while let Some(w) = r.next_window(chunk, 3, scan).expect("in memory") {
+            out.push(w);
+        }
+        assert_eq!(r.read, data.len() as u64);
+        out
+    }
+
+    #[test]
+    fn chunks_cover_the_input_in_order() {
+        let mut data = vec![0x11u8; 1000];
+        for at in [100, 230, 231, 600] {
+            data[at..at + 6].copy_from_slice(&ASYNC);
+        }
+        for layout in [Layout::Raw, Layout::Frames] {
+            for chunk in [1, 7, 16, 50, 333, 2000] {
+                for scan in [0, 10, 200] {
+                    let mut next = 0u64;
+                    for w in windows(&data, layout, chunk, scan) {
+                        assert_eq!(w.base, next);
+                        let mut at = 0;
+                        for c in &w.chunks {
+                            assert_eq!(c.start, at);
+                            assert!(c.end > c.start);
+                            if layout == Layout::Frames && c.end < w.bytes.len() {
+                                assert_eq!((w.base + c.end as u64) % 16, 0);
+                            }
+                            at = c.end;
+                        }
+                        next += at as u64;
+                    }
+                    assert_eq!(next, data.len() as u64, "{layout:?} {chunk} {scan}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn raw_cuts_fall_on_a_sync_when_one_is_near() {
+        let mut data = vec![0x11u8; 1000];
+        data[130..136].copy_from_slice(&ASYNC);
+        let w = &windows(&data, Layout::Raw, 100, 64)[0];
+        assert_eq!(w.chunks[0], 0..130);
+        let w = &windows(&data, Layout::Raw, 100, 10)[0];
+        assert_eq!(w.chunks[0], 0..100);
+    }
+
+    #[test]
+    fn the_trace_id_in_force_comes_from_the_frames_before() {
+        let mut data = vec![0u8; 16 * 40];
+        // Frame 3 changes to 0x10 at byte 4; frame 20 to 0x22 at byte 14.
+        data[3 * 16 + 4] = (0x10 << 1) | 1;
+        data[20 * 16 + 14] = (0x22 << 1) | 1;
+        let ws = windows(&data, Layout::Frames, 32, 0);
+        for w in &ws {
+            for c in &w.chunks {
+                let frame = (w.base as usize + c.start) / 16;
+                let want = match frame {
+                    0..=3 => None,
+                    4..=20 => Some(0x10),
+                    _ => Some(0x22),
+                };
+                assert_eq!(w.id_at(c.start), want, "frame {frame}");
+            }
+        }
+    }
+}

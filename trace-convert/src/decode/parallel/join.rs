@@ -1,0 +1,443 @@
+//! Joining decoded chunks, in order, onto the real state of the capture.
+//!
+//! For each source with bytes in a chunk, the real parser (the state of
+//! everything before the chunk) parses the source's bytes from the chunk's
+//! start up to the end of the piece holding the worker's first I-sync, and
+//! the real decoder decodes those packets, I-sync included. The worker's
+//! result is then taken over only if the real parser produced the same
+//! items from the I-sync on in that piece and ended it in the same state
+//! ([`PacketParser::same_state`]), and [`Decoder::join`] accepts the
+//! worker's decoder against the real one. Otherwise the real parser and
+//! decoder go on through the rest of the source's bytes in the chunk:
+//! either way, the items and events are those of one parser and one
+//! decoder over the whole capture.
+
+use super::chunk::{key_of, run_op, ChunkDone, LaneDone, Shared, IDS};
+use super::cuts::{Layout, Window};
+use super::parse::{low_bits, rebase, same_but_timestamp, timestamp_of, Op, PacketParser};
+use super::{EventBuf, ParallelStats};
+use crate::decode::{Sink, SourceCounts};
+use std::io;
+use std::sync::Arc;
+use trace_core::decode::Decoder;
+use trace_core::demux::SourceStats;
+use trace_core::event::{Event, EventKind};
+use trace_core::frames::Deformatter;
+use trace_core::memory::MemoryImage;
+
+/// The real state of the capture so far: one parser and one decoder per
+/// trace ID, as a single pass would have them.
+pub(super) struct Truth {
+    pub(super) parsers: Vec<Option<PacketParser>>,
+    /// Added to a parser's counters: parsers taken over from workers
+    /// counted their bytes from a fresh start.
+    pub(super) adjust: Vec<SourceStats>,
+    pub(super) decoders: Vec<Option<Decoder>>,
+}
+
+impl Truth {
+    pub(super) fn new() -> Truth {
+        Truth {
+            parsers: (0..IDS).map(|_| None).collect(),
+            adjust: vec![SourceStats::default(); IDS],
+            decoders: (0..IDS).map(|_| None).collect(),
+        }
+    }
+
+    /// The counters of trace ID `id`'s parser.
+    pub(super) fn stats(&self, id: u8) -> Option<SourceStats> {
+        let p = self.parsers.get(usize::from(id))?.as_ref()?;
+        let zero = SourceStats::default();
+        Some(rebase(&p.stats(), &self.adjust[usize::from(id)], &zero))
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Before the worker's I-sync.
+    Before,
+    /// Past the I-sync, in the piece that holds it.
+    Tail,
+    /// The real parser and decoder do the rest.
+    Full,
+    /// The worker's parser and decoder took over.
+    Accepted,
+}
+
+struct Lane {
+    mode: Mode,
+    done: LaneDone,
+    /// Events of the real decoder in this chunk, and their counts.
+    serial: EventBuf,
+    counts: SourceCounts,
+    /// Items of the real parser after the I-sync in its piece.
+    tail: Vec<(u64, Op)>,
+}
+
+/// Everything the join works with.
+pub(super) struct Joiner<'a, 'b, F: FnMut(&Event) -> io::Result<()>> {
+    pub(super) shared: &'a Shared,
+    pub(super) truth: &'a mut Truth,
+    /// The memory image of a trace ID.
+    pub(super) memory: &'a mut dyn FnMut(u8) -> Option<Arc<dyn MemoryImage>>,
+    pub(super) sink: &'a mut Sink<'b, F>,
+    pub(super) stats: &'a mut ParallelStats,
+    pub(super) spare: &'a mut dyn FnMut() -> EventBuf,
+}
+
+impl<F: FnMut(&Event) -> io::Result<()>> Joiner<'_, '_, F> {
+    /// Join chunk `chunk` of `window`, worked as `done`, and hand on its
+    /// events; returns the event buffers for reuse and the number of
+    /// events.
+    pub(super) fn join(
+        &mut self,
+        window: &Window,
+        chunk: usize,
+        done: ChunkDone,
+    ) -> (Vec<EventBuf>, u64) {
+        let range = window.chunks.get(chunk).cloned().unwrap_or(0..0);
+        let start = window.base + range.start as u64;
+        let bytes = window.bytes.get(range).unwrap_or(&[]);
+        let mut slot = [usize::MAX; IDS];
+        let mut lanes: Vec<Lane> = Vec::with_capacity(done.lanes.len());
+        for d in done.lanes {
+            if let Some(s) = slot.get_mut(usize::from(d.id)) {
+                *s = lanes.len();
+            }
+            let mode = if d.stitch.is_some() {
+                self.stats.parts += 1;
+                Mode::Before
+            } else {
+                self.stats.serial += 1;
+                Mode::Full
+            };
+            // Most sources need few events of their own here.
+            let serial = if mode == Mode::Full {
+                let mut v = (self.spare)();
+                v.clear();
+                v
+            } else {
+                Vec::new()
+            };
+            lanes.push(Lane {
+                mode,
+                done: d,
+                serial,
+                counts: SourceCounts::default(),
+                tail: Vec::new(),
+            });
+        }
+        match self.shared.layout {
+            Layout::Raw => {
+                if let Some(l) = lanes.first_mut() {
+                    let mut at = 0usize;
+                    if let Some(s) = l.done.stitch.as_ref() {
+                        let end = usize::try_from(s.at.saturating_sub(start))
+                            .map_or(bytes.len(), |e| e.min(bytes.len()));
+                        self.piece(l, start, &bytes[..end], None);
+                        self.check(l);
+                        at = end;
+                    }
+                    if l.mode == Mode::Full {
+                        self.piece(l, start + at as u64, &bytes[at..], None);
+                    }
+                }
+            }
+            Layout::Frames => {
+                // Each source's runs up to its stitch, as the worker kept
+                // them; a source whose stitch does not match needs the
+                // rest of its runs, from the frames.
+                let mut walk_from = vec![u64::MAX; lanes.len()];
+                for (l, from) in lanes.iter_mut().zip(walk_from.iter_mut()) {
+                    let stitch_at = l.done.stitch.as_ref().map(|s| s.at);
+                    for (r, run) in std::mem::take(&mut l.done.runs) {
+                        if l.mode == Mode::Accepted {
+                            break;
+                        }
+                        self.piece(l, run.offset, run.data(), Some(r));
+                        if stitch_at == Some(r) && matches!(l.mode, Mode::Before | Mode::Tail) {
+                            self.check(l);
+                        }
+                    }
+                    if let (Mode::Full, Some(at)) = (l.mode, stitch_at) {
+                        *from = at + 1;
+                    }
+                }
+                if walk_from.iter().any(|&f| f != u64::MAX) {
+                    let mut d = Deformatter::resume_memory(start, done.id_at_start);
+                    let mut run_no = 0u64;
+                    for ev in d.feed(bytes) {
+                        let trace_core::frames::FrameEvent::Data(run) = ev else {
+                            continue;
+                        };
+                        let i = slot[usize::from(run.id)];
+                        if let (Some(l), Some(&from)) = (lanes.get_mut(i), walk_from.get(i)) {
+                            if run_no >= from {
+                                self.piece(l, run.offset, run.data(), Some(run_no));
+                            }
+                        }
+                        run_no += 1;
+                    }
+                }
+            }
+        }
+        self.emit(lanes)
+    }
+
+    /// Parse a piece of a source's bytes with the real parser.
+    fn piece(&mut self, l: &mut Lane, offset: u64, data: &[u8], run: Option<u64>) {
+        let id = l.done.id;
+        let Some((pcfg, cfg)) = self.shared.source(id) else {
+            return;
+        };
+        let Some(parser) = self.truth.parsers.get_mut(usize::from(id)) else {
+            return;
+        };
+        let parser = parser.get_or_insert_with(|| PacketParser::new(pcfg));
+        let decoder = &mut self.truth.decoders[usize::from(id)];
+        let memory = &mut *self.memory;
+        let isync = l
+            .done
+            .stitch
+            .as_ref()
+            .and_then(|s| s.items.first().copied());
+        let Lane {
+            mode,
+            serial,
+            counts,
+            tail,
+            ..
+        } = l;
+        let mut redone = false;
+        parser.feed(offset, data, |op| {
+            let key = key_of(run, &op);
+            match *mode {
+                Mode::Tail => {
+                    tail.push((key, op));
+                    return;
+                }
+                Mode::Before => match isync {
+                    Some((k, o)) if key == k && op == o => *mode = Mode::Tail,
+                    Some((k, _)) if key > k => {
+                        *mode = Mode::Full;
+                        redone = true;
+                    }
+                    _ => {}
+                },
+                Mode::Full | Mode::Accepted => {}
+            }
+            if decoder.is_none() {
+                if let Op::Packet(..) = op {
+                    if let Some(mem) = memory(id) {
+                        *decoder = Some(Decoder::new(cfg, mem));
+                    }
+                }
+            }
+            if let Some(d) = decoder.as_mut() {
+                run_op(d, key, op, serial, counts);
+            }
+        });
+        if redone {
+            self.stats.redone += 1;
+        }
+    }
+
+    /// At the end of the piece that held the worker's I-sync: take the
+    /// worker's parser and decoder over if they match the real ones.
+    ///
+    /// The worker's parser started from a guessed timestamp base, so its
+    /// timestamp values may differ from the real ones in the high-order
+    /// bits that no packet has carried since: the rest of the state is
+    /// compared, and the timestamps corrected by the difference of the two
+    /// bases, which each packet clears in the bits it carries.
+    fn check(&mut self, l: &mut Lane) {
+        let id = usize::from(l.done.id);
+        let Some(mut stitch) = l.done.stitch.take() else {
+            return;
+        };
+        let real = self.truth.parsers.get(id).and_then(Option::as_ref);
+        let same_items = l.mode == Mode::Tail
+            && stitch.items.len() == l.tail.len() + 1
+            && stitch.items[1..]
+                .iter()
+                .zip(&l.tail)
+                .all(|((ka, a), (kb, b))| ka == kb && same_but_timestamp(a, b));
+        let (same_parser, diff) = match real {
+            Some(p) => {
+                let (worker, truth) = (stitch.parser.timestamp(), p.timestamp());
+                stitch.parser.set_timestamp(truth);
+                (
+                    p.same_state(&stitch.parser),
+                    p.value_wire(worker) ^ p.value_wire(truth),
+                )
+            }
+            None => (false, 0),
+        };
+        let joined = same_items
+            && same_parser
+            && match (l.done.decoder.as_mut(), self.truth.decoders[id].as_ref()) {
+                (Some(part), Some(real)) => part.join(real),
+                _ => false,
+            };
+        if joined {
+            if let Some(p) = real {
+                self.truth.adjust[id] =
+                    rebase(&self.truth.adjust[id], &p.stats(), &stitch.parser.stats());
+            }
+            fix_timestamps(l, &stitch.items[1..], diff);
+            let worker = std::mem::replace(&mut l.done.parser, stitch.parser);
+            self.truth.parsers[id] = Some(worker);
+            self.truth.decoders[id] = l.done.decoder.take();
+            l.mode = Mode::Accepted;
+            return;
+        }
+        if l.mode != Mode::Full {
+            self.stats.redone += 1;
+        }
+        l.mode = Mode::Full;
+        if let Some(d) = self.truth.decoders[id].as_mut() {
+            for (key, op) in l.tail.drain(..) {
+                run_op(d, key, op, &mut l.serial, &mut l.counts);
+            }
+        }
+    }
+
+    /// Count and hand on the chunk's events in the order of the items that
+    /// produced them.
+    fn emit(&mut self, lanes: Vec<Lane>) -> (Vec<EventBuf>, u64) {
+        let mut lists: Vec<Vec<EventBuf>> = Vec::with_capacity(lanes.len());
+        let mut spent = Vec::new();
+        let mut total = 0u64;
+        for l in lanes {
+            let Some(counts) = self.sink.counts.get_mut(usize::from(l.done.id)) else {
+                continue;
+            };
+            counts.add(&l.counts);
+            total += l.serial.len() as u64;
+            let mut list = vec![l.serial];
+            if l.mode == Mode::Accepted {
+                counts.add(&l.done.counts);
+                total += l.done.events.len() as u64;
+                list.push(l.done.events);
+            } else {
+                spent.push(l.done.events);
+            }
+            lists.push(list);
+        }
+        deliver_in_order(&lists, self.sink);
+        spent.extend(lists.into_iter().flatten());
+        (spent, total)
+    }
+}
+
+/// A correction of a worker's timestamp event.
+#[derive(Clone, Copy)]
+enum Fix {
+    /// The real value.
+    Set(u64),
+    /// Flip these bits of the value as the packets carry it.
+    Flip(u64),
+}
+
+/// Correct the timestamps of an accepted worker's events and parser:
+/// those of the packets in the stitch piece (`worker`, against the real
+/// parser's `l.tail`), and those after it, whose bases differ by `diff`
+/// (as the packets carry them) until packets have carried those bits.
+fn fix_timestamps(l: &mut Lane, worker: &[(u64, Op)], diff: u64) {
+    let mut fixes: Vec<(u64, Fix)> = Vec::new();
+    for ((_, w), (_, r)) in worker.iter().zip(&l.tail) {
+        if let (Some((wv, _)), Some((rv, _)), Op::Packet(o, _)) =
+            (timestamp_of(w), timestamp_of(r), r)
+        {
+            if wv != rv {
+                fixes.push((*o, Fix::Set(rv)));
+            }
+        }
+    }
+    let mut d = diff;
+    for &(o, bits) in &l.done.stamps {
+        if d == 0 {
+            break;
+        }
+        d &= !low_bits(bits);
+        if d != 0 {
+            fixes.push((o, Fix::Flip(d)));
+        }
+    }
+    let parser = &mut l.done.parser;
+    if d != 0 {
+        let ts = parser.wire_value(parser.value_wire(parser.timestamp()) ^ d);
+        parser.set_timestamp(ts);
+    }
+    if fixes.is_empty() {
+        return;
+    }
+    fixes.sort_by_key(|f| f.0);
+    for (_, e) in &mut l.done.events {
+        if let EventKind::Timestamp { value, .. } = &mut e.kind {
+            if let Ok(i) = fixes.binary_search_by_key(&e.offset, |f| f.0) {
+                *value = match fixes[i].1 {
+                    Fix::Set(v) => v,
+                    Fix::Flip(bits) => parser.wire_value(parser.value_wire(*value) ^ bits),
+                };
+            }
+        }
+    }
+}
+
+/// Hand on the (counted) events of several sources in key order (each
+/// source's lists are in order already).
+fn deliver_in_order<F: FnMut(&Event) -> io::Result<()>>(
+    lists: &[Vec<EventBuf>],
+    sink: &mut Sink<'_, F>,
+) {
+    let lists: Vec<Vec<&[(u64, Event)]>> = lists
+        .iter()
+        .map(|b| {
+            b.iter()
+                .filter(|v| !v.is_empty())
+                .map(Vec::as_slice)
+                .collect::<Vec<_>>()
+        })
+        .filter(|b| !b.is_empty())
+        .collect();
+    if lists.len() <= 1 {
+        for batch in lists.iter().flatten() {
+            for &(_, e) in *batch {
+                sink.deliver(e);
+            }
+        }
+        return;
+    }
+    // Cursor per source: (list, position).
+    let mut heads = vec![(0usize, 0usize); lists.len()];
+    let next = |heads: &[(usize, usize)], i: usize| -> Option<(u64, Event)> {
+        let (b, p) = heads[i];
+        lists[i].get(b).and_then(|v| v.get(p)).copied()
+    };
+    loop {
+        let mut best: Option<(u64, usize)> = None;
+        for i in 0..lists.len() {
+            if let Some((key, _)) = next(&heads, i) {
+                if best.is_none_or(|(k, _)| key < k) {
+                    best = Some((key, i));
+                }
+            }
+        }
+        let Some((key, i)) = best else {
+            return;
+        };
+        while let Some((k, e)) = next(&heads, i) {
+            if k != key {
+                break;
+            }
+            sink.deliver(e);
+            let (b, p) = &mut heads[i];
+            *p += 1;
+            if *p == lists[i][*b].len() {
+                *b += 1;
+                *p = 0;
+            }
+        }
+    }
+}
