@@ -271,7 +271,9 @@ pub fn decode_parallel(
     });
     let max_chunk = opts.part_bytes.max(1);
     let mut chunk_bytes = max_chunk.min(FIRST_CHUNK);
-    let (mut seen_events, mut seen_bytes) = (0u64, 0u64);
+    // Bytes joined so far, and the densest chunk: its events and bytes.
+    let mut seen_bytes = 0u64;
+    let mut densest = (0u64, 1u64);
 
     let file = std::fs::File::open(&spec.path).map_err(|source| ReadError::Io {
         path: spec.path.clone(),
@@ -378,11 +380,19 @@ pub fn decode_parallel(
         if let Some(e) = sink.failure.take() {
             return Err(ReadError::Output(e));
         }
-        seen_events += events;
-        seen_bytes += q.window.chunks.get(q.chunk).map_or(0, |c| c.len() as u64);
+        // Chunks are sized by the densest chunk so far (events per byte),
+        // so that a capture whose parts differ (one protocol here, another
+        // there) keeps every chunk's events near CHUNK_EVENTS.
+        let len = q.window.chunks.get(q.chunk).map_or(0, |c| c.len() as u64);
+        seen_bytes += len;
+        if len > 0
+            && u128::from(events) * u128::from(densest.1) > u128::from(densest.0) * u128::from(len)
+        {
+            densest = (events, len);
+        }
         match CHUNK_EVENTS
-            .saturating_mul(seen_bytes)
-            .checked_div(seen_events)
+            .saturating_mul(densest.1)
+            .checked_div(densest.0)
         {
             Some(fit) => chunk_bytes = fit.max(MIN_CHUNK).min(max_chunk),
             None if seen_bytes >= FIRST_CHUNK => chunk_bytes = max_chunk,
