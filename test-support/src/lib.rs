@@ -20,6 +20,28 @@ pub fn repo_root() -> PathBuf {
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
+/// The corpus fixtures (`corpus/fixtures`: the programs' ELF files,
+/// recorded flows and coverage truth), or `None` (after printing why) when
+/// their manifest is absent.
+///
+/// # Panics
+///
+/// When the manifest is absent and the `CI` environment variable is set.
+#[must_use]
+pub fn corpus_fixtures() -> Option<PathBuf> {
+    let dir = repo_root().join("corpus/fixtures");
+    if dir.join("manifest.json").is_file() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is missing and CI is set",
+        dir.display()
+    );
+    eprintln!("skipping: {} not found", dir.display());
+    None
+}
+
 /// `../shared/testdata/opencsd` beside the repository, whether or not it
 /// exists.
 #[must_use]

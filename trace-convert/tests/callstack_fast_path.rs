@@ -4,7 +4,6 @@
 //! symbols), stacks that take the shortcut wherever it applies must equal,
 //! after every event, stacks that always take `apply`.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use trace_convert::callstack::CallStacks;
 use trace_convert::symbols::Symbolizer;
@@ -13,21 +12,6 @@ use trace_core::demux::{AnyPacket, SourceConfig};
 use trace_core::event::{Event, EventKind};
 use trace_core::memory::{MemoryImage, MemoryMap, Space};
 use trace_encode::{encode_etm, encode_ptm, EtmOptions, Flow, PtmOptions};
-
-fn fixtures() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/fixtures");
-    if dir.join("manifest.json").is_file() {
-        Some(dir)
-    } else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{} missing",
-            dir.display()
-        );
-        eprintln!("skipping: {} not found", dir.display());
-        None
-    }
-}
 
 fn decode(bytes: &[u8], source: &SourceConfig, mem: &Arc<dyn MemoryImage>) -> Vec<Event> {
     let mut d = Decoder::new(DecoderConfig::new(0x10, source), Arc::clone(mem));
@@ -79,7 +63,9 @@ fn compare(name: &str, events: &[Event], symbols: &Symbolizer) -> usize {
 
 #[test]
 fn the_shortcut_equals_apply_on_every_corpus_program() {
-    let Some(dir) = fixtures() else { return };
+    let Some(dir) = test_support::corpus_fixtures() else {
+        return;
+    };
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .expect("ls")
         .filter_map(Result::ok)

@@ -7,28 +7,13 @@ mod convert_common;
 
 use convert_common::{check_chrome, folded_map, resolve, run};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use trace_convert::convert::ConvertOptions;
 use trace_convert::folded::Weight;
 use trace_convert::input::flags::SourceFlags;
 use trace_convert::input::source::Protocol;
 use trace_core::memory::{MemoryMap, Space};
 use trace_encode::{encode_etm, encode_ptm, EtmOptions, Flow, PtmOptions, Trace};
-
-fn fixtures() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/fixtures");
-    if dir.join("manifest.json").is_file() {
-        Some(dir)
-    } else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{} missing",
-            dir.display()
-        );
-        eprintln!("skipping: {} not found", dir.display());
-        None
-    }
-}
 
 fn truth_stacks(cov: &Path) -> BTreeMap<String, u64> {
     let v: serde_json::Value =
@@ -64,7 +49,9 @@ fn convert_trace(trace: &Trace, protocol: Protocol, elf: &Path, tmp: &Path) -> S
 
 #[test]
 fn folded_stacks_match_the_emulator() {
-    let Some(dir) = fixtures() else { return };
+    let Some(dir) = test_support::corpus_fixtures() else {
+        return;
+    };
     let tmp = std::env::temp_dir().join(format!("tc-corpus-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("tmp");
     let mut names: Vec<String> = std::fs::read_dir(&dir)
@@ -131,7 +118,9 @@ fn folded_stacks_match_the_emulator() {
 /// entry, as the corpus manifest of the compiled programs gives them.
 #[test]
 fn symbols_and_lines_of_function_entries() {
-    let Some(dir) = fixtures() else { return };
+    let Some(dir) = test_support::corpus_fixtures() else {
+        return;
+    };
     for name in ["example-a", "example-t", "example-m", "interwork-t"] {
         let elf = dir.join(format!("{name}.elf"));
         let syms = trace_convert::symbols::Symbolizer::from_elves(&[elf]).expect("elf");
@@ -167,7 +156,9 @@ fn symbols_and_lines_of_function_entries() {
 /// Inlined frames from DWARF: innermost first, the real function last.
 #[test]
 fn inlined_frames_end_in_the_real_function() {
-    let Some(dir) = fixtures() else { return };
+    let Some(dir) = test_support::corpus_fixtures() else {
+        return;
+    };
     let elf = dir.join("example-a.elf");
     let syms = trace_convert::symbols::Symbolizer::from_elves(&[elf]).expect("elf");
     let main = syms

@@ -6,24 +6,10 @@
 //! ELF alone, see corpus/README.md).
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use trace_core::memory::{MemoryMap, Space};
 use trace_encode::{encode_etm, encode_ptm, EtmOptions, Flow, PtmOptions, Trace};
-
-fn fixtures() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/fixtures");
-    if dir.join("manifest.json").is_file() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} missing",
-        dir.display()
-    );
-    eprintln!("skipping: {} not found", dir.display());
-    None
-}
 
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("JSON")
@@ -172,7 +158,7 @@ fn compare(
 
 #[test]
 fn lcov_counts_equal_the_emulator_truth_for_every_program() {
-    let Some(dir) = fixtures() else {
+    let Some(dir) = test_support::corpus_fixtures() else {
         return;
     };
     let tmp = std::env::temp_dir().join(format!("cov-truth-{}", std::process::id()));
