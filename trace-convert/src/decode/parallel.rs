@@ -268,9 +268,13 @@ pub fn decode_parallel(
         .build()
         .map_err(|e| ReadError::Output(io::Error::other(e)))?;
     let per_window = jobs * opts.parts_per_job.max(1);
+    // A buffer for every chunk in flight (two windows) and two more.
+    let buffers = 2 * per_window + 2;
     let spare = Arc::new(Spare {
-        keep: usize::try_from(CHUNK_EVENTS).unwrap_or(usize::MAX) * (2 * per_window + 2),
-        count: 2 * per_window + 2,
+        keep: usize::try_from(CHUNK_EVENTS)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(buffers),
+        count: buffers,
         ..Spare::default()
     });
     let max_chunk = opts.part_bytes.max(1);
