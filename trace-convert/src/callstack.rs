@@ -33,14 +33,31 @@
 //! - **context change**: a new context ID switches to that process's own
 //!   stack; the other stays as it was.
 //!
+//! **Inlined functions** ([`FrameKind::Inline`]) are frames above the real
+//! function whose code runs inside them, as DWARF tells
+//! ([`Symbolizer::inline_scope`]): after each range the frames above the
+//! innermost real frame are the chain of inlined functions at the range's
+//! first instruction, closing and opening only where the chain differs (two
+//! copies of one inlined function are two frames). A call from inlined code
+//! nests the callee above them; the return closes it and the chain at the
+//! return address takes over. An exception takes the chain at its return
+//! address before the handler opens. A range that crosses from one chain
+//! to another is split by the converter ([`split`]), so that each piece
+//! runs in one chain; an unsplit range takes the chain of its first
+//! instruction.
+//!
 //! The depth is bounded ([`CallStacks::new`]); calls beyond it are counted
-//! ([`StackStats::dropped`]) and their returns matched against the count.
+//! ([`StackStats::dropped`]) and their returns matched against the count;
+//! inlined frames beyond it are left out.
 //!
 //! Frames are named by the symbol covering their entry address, or
-//! `0x…` (the entry address) without one; see [`crate::symbols`].
+//! `0x…` (the entry address) without one; inlined frames by the DWARF name
+//! of the inlined function. See [`crate::symbols`].
+
+pub mod split;
 
 use crate::sink::ThreadKey;
-use crate::symbols::{hex_name, Symbolizer};
+use crate::symbols::{hex_name, InlineSite, Symbolizer};
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -106,10 +123,14 @@ pub enum FrameKind {
     /// A caller the trace never saw calling: a return went out of the
     /// outermost frame.
     Inferred,
+    /// An inlined function (DWARF), above the real function its code was
+    /// inlined into; it has no return address, and its entry is the lowest
+    /// address of that inlined copy.
+    Inline,
 }
 
 impl FrameKind {
-    /// `root`, `call`, `tail_call`, `handler`, `inferred`.
+    /// `root`, `call`, `tail_call`, `handler`, `inferred`, `inline`.
     #[must_use]
     pub const fn name(self) -> &'static str {
         match self {
@@ -118,6 +139,7 @@ impl FrameKind {
             FrameKind::TailCall => "tail_call",
             FrameKind::Handler => "handler",
             FrameKind::Inferred => "inferred",
+            FrameKind::Inline => "inline",
         }
     }
 }
@@ -141,6 +163,7 @@ pub struct Frame {
 enum NameKey {
     Symbol(usize),
     Addr(u32),
+    Inline(u32),
 }
 
 /// Interned frame names.
@@ -189,6 +212,10 @@ impl Names {
             }),
             None => self.intern(NameKey::Addr(addr), || hex_name(addr)),
         }
+    }
+
+    fn inline(&mut self, symbols: &Symbolizer, name: u32) -> FuncId {
+        self.intern(NameKey::Inline(name), || symbols.inline_name(name))
     }
 }
 
@@ -239,16 +266,38 @@ struct Thread {
     /// A filter of the frames' return addresses ([`ret_bit`] of each):
     /// an address whose bit is clear is no frame's return address.
     rets: u64,
+    /// Inlined frames above the innermost real frame.
+    inl: usize,
+    /// Where those inlined frames hold: code in `lo..hi` runs in the same
+    /// chain of inlined functions.
+    lo: u32,
+    hi: u32,
 }
 
 impl Thread {
-    /// Make `rets` again from the frames (after frames were closed).
+    /// Make `rets` and `inl` again from the frames (after frames were
+    /// closed).
     fn refilter(&mut self) {
         self.rets = self
             .frames
             .iter()
             .filter_map(|f| f.ret)
             .fold(0, |m, r| m | ret_bit(r));
+        self.inl = self
+            .frames
+            .iter()
+            .rev()
+            .take_while(|f| f.kind == FrameKind::Inline)
+            .count();
+    }
+
+    /// The innermost real (not inlined) frame.
+    #[inline]
+    fn real_top(&self) -> Option<&Frame> {
+        self.frames
+            .len()
+            .checked_sub(self.inl + 1)
+            .and_then(|i| self.frames.get(i))
     }
 }
 
@@ -408,6 +457,7 @@ impl CallStacks {
         {
             self.shared.closed.extend(t.frames.drain(..).rev());
             t.rets = 0;
+            t.inl = 0;
             t.overflow = 0;
             t.pending = Pending::None;
             t.prev_end = None;
@@ -417,19 +467,23 @@ impl CallStacks {
     /// [`apply`](Self::apply) for a range of trace ID `id` that opens and
     /// closes no frame, the most common event, done quickly: when the
     /// range goes on sequentially from the one before, or is the target of
-    /// a branch inside the innermost frame's function (to no return
-    /// address on the stack), it is applied and its thread returned.
-    /// Otherwise nothing changes and `None` says to use `apply`.
+    /// a branch inside the innermost real frame's function (to no return
+    /// address on the stack), and runs where the inlined frames on top
+    /// hold, it is applied and its thread returned. Otherwise nothing
+    /// changes and `None` says to use `apply`.
     #[inline]
     pub fn quiet_range(&mut self, id: u8, r: &Range, symbols: &Symbolizer) -> Option<ThreadKey> {
         let slot = *self.current_slot.get(usize::from(id))?;
         let t = self.threads.get_mut(slot)?;
-        let top = t.frames.last()?;
+        t.frames.last()?;
         let target = r.start;
         let quiet = t.overflow == 0
+            && t.lo <= target
+            && r.end <= t.hi
             && match t.pending {
                 Pending::None => t.prev_end == Some(target),
                 Pending::Branch => {
+                    let top = t.real_top()?;
                     t.rets & ret_bit(target) == 0
                         && (top.entry == target
                             || (!symbols.is_empty()
@@ -513,6 +567,7 @@ impl Shared {
                 }
                 self.closed.extend(t.frames.drain(..).rev());
                 t.rets = 0;
+                t.inl = 0;
                 t.overflow = 0;
                 t.pending = Pending::None;
                 t.prev_end = None;
@@ -528,6 +583,7 @@ impl Shared {
         } else {
             t.frames.push(frame);
             t.rets |= frame.ret.map_or(0, ret_bit);
+            t.inl = 0;
             self.opened.push(frame);
         }
         self.stats.max_depth = self.stats.max_depth.max(t.frames.len() as u64 + t.overflow);
@@ -544,14 +600,68 @@ impl Shared {
         t.overflow = 0;
     }
 
-    /// Close the innermost frame, or one above the depth bound.
+    /// Close the innermost real frame (with the inlined frames above it),
+    /// or one above the depth bound.
     fn pop_one(&mut self, t: &mut Thread) {
         if t.overflow > 0 {
             t.overflow -= 1;
-        } else if let Some(f) = t.frames.pop() {
-            self.closed.push(f);
-            t.refilter();
+        } else if !t.frames.is_empty() {
+            let i = t.frames.len().saturating_sub(t.inl + 1);
+            self.pop_to(t, i);
         }
+    }
+
+    /// Make the inlined frames above the innermost real frame the chain at
+    /// `addr` (when the stack is within its bound).
+    #[inline]
+    fn inline_at(&mut self, t: &mut Thread, addr: u32, time: u64, symbols: &Symbolizer) {
+        if t.overflow > 0 || t.frames.is_empty() {
+            return;
+        }
+        let scope = symbols.inline_scope(addr);
+        t.lo = scope.lo;
+        t.hi = scope.hi;
+        if t.inl > 0 || !scope.chain.is_empty() {
+            self.set_chain(t, scope.chain, time, symbols);
+        }
+    }
+
+    /// Close the inlined frames on top that differ from `chain` and open
+    /// the rest of it.
+    #[inline(never)]
+    fn set_chain(&mut self, t: &mut Thread, chain: &[InlineSite], time: u64, symbols: &Symbolizer) {
+        let base = t.frames.len().saturating_sub(t.inl);
+        let mut keep = 0;
+        while keep < t.inl && keep < chain.len() {
+            let (Some(f), Some(site)) = (t.frames.get(base + keep), chain.get(keep)) else {
+                break;
+            };
+            if f.entry != site.entry || f.func != self.names.inline(symbols, site.name) {
+                break;
+            }
+            keep += 1;
+        }
+        while t.frames.len() > base + keep {
+            if let Some(f) = t.frames.pop() {
+                self.closed.push(f);
+            }
+        }
+        for site in chain.iter().skip(keep) {
+            if t.frames.len() >= self.max_depth {
+                break;
+            }
+            let f = Frame {
+                func: self.names.inline(symbols, site.name),
+                entry: site.entry,
+                ret: None,
+                kind: FrameKind::Inline,
+                start: time,
+            };
+            t.frames.push(f);
+            self.opened.push(f);
+        }
+        t.inl = t.frames.len().saturating_sub(base);
+        self.stats.max_depth = self.stats.max_depth.max(t.frames.len() as u64);
     }
 
     fn code_frame(
@@ -637,7 +747,7 @@ impl Shared {
         if t.overflow > 0 {
             return;
         }
-        let Some(top) = t.frames.last().copied() else {
+        let Some(top) = t.real_top().copied() else {
             return;
         };
         if top.entry == target {
@@ -681,6 +791,7 @@ impl Shared {
     #[inline]
     fn range(&mut self, t: &mut Thread, r: &Range, time: u64, symbols: &Symbolizer) {
         self.arrive(t, r.start, time, symbols);
+        self.inline_at(t, r.start, time, symbols);
         t.pending = pending_after(r);
         t.prev_end = Some(r.end);
     }
@@ -696,7 +807,10 @@ impl Shared {
     fn exception(&mut self, t: &mut Thread, ret: Option<u32>, time: u64, symbols: &Symbolizer) {
         self.stats.exceptions += 1;
         match ret {
-            Some(ret) => self.arrive(t, ret, time, symbols),
+            Some(ret) => {
+                self.arrive(t, ret, time, symbols);
+                self.inline_at(t, ret, time, symbols);
+            }
             None => t.pending = Pending::None,
         }
         t.pending = Pending::Handler { ret };
@@ -903,6 +1017,68 @@ mod tests {
             assert_eq!(s.closed().len(), 1, "quick: {quick}");
             assert_eq!(s.stack(k).len(), 1);
         }
+    }
+
+    #[test]
+    fn inlined_frames_nest_calls_and_come_back_after_returns() {
+        use crate::symbols::Function;
+        let f = |start: u32, end: u32, name: &str| Function {
+            start,
+            end,
+            name: name.to_owned(),
+            thumb: false,
+        };
+        // `outer` has `a` inlined at 0x110..0x130, and `b` inlined in `a`
+        // at 0x118..0x120; it calls `leaf` from 0x11c (inside `b`).
+        let mut sym =
+            Symbolizer::with_functions(vec![f(0x100, 0x200, "outer"), f(0x300, 0x320, "leaf")]);
+        sym.with_test_scopes(
+            0,
+            &[
+                (0x110, 0x130, &[("a", 0x110)]),
+                (0x118, 0x120, &[("a", 0x110), ("b", 0x118)]),
+            ],
+        );
+        for quick in [false, true] {
+            let mut s = CallStacks::default();
+            let feed = |s: &mut CallStacks, e: &Event| match (&e.kind, quick) {
+                (EventKind::Range(r), true) => match s.quiet_range(e.id, r, &sym) {
+                    Some(k) => k,
+                    None => s.apply(e, 0, &sym),
+                },
+                _ => s.apply(e, 0, &sym),
+            };
+            let k = feed(&mut s, &range(0x100, 4, InsnClass::Other, false, false));
+            assert_eq!(names(&s, k), ["outer"]);
+            // Sequential into `a`: not quiet, `a` opens.
+            feed(&mut s, &range(0x110, 2, InsnClass::Other, false, false));
+            assert_eq!(names(&s, k), ["outer", "a"]);
+            assert_eq!(s.stack(k)[1].kind, FrameKind::Inline);
+            // Into `b`, ending in a call.
+            feed(&mut s, &range(0x118, 2, InsnClass::Branch, true, false));
+            assert_eq!(names(&s, k), ["outer", "a", "b"]);
+            feed(
+                &mut s,
+                &range(0x300, 2, InsnClass::IndirectBranch, false, true),
+            );
+            assert_eq!(names(&s, k), ["outer", "a", "b", "leaf"]);
+            // The return lands at 0x120: `leaf` and `b` close, `a` stays.
+            feed(&mut s, &range(0x120, 2, InsnClass::Other, false, false));
+            assert_eq!(names(&s, k), ["outer", "a"]);
+            assert_eq!(s.closed().len(), 2, "quick: {quick}");
+            // Quiet inside `a`.
+            feed(&mut s, &range(0x128, 1, InsnClass::Branch, false, false));
+            assert!(!s.changed());
+            // A branch within `outer` out of the inlined code closes `a`.
+            feed(&mut s, &range(0x140, 1, InsnClass::Other, false, false));
+            assert_eq!(names(&s, k), ["outer"]);
+            assert_eq!(s.closed().len(), 1, "quick: {quick}");
+        }
+        // Bounded: inlined frames beyond the depth bound are left out.
+        let mut s = CallStacks::new(2);
+        let k = s.apply(&range(0x118, 1, InsnClass::Other, false, false), 0, &sym);
+        assert_eq!(names(&s, k), ["outer", "a"]);
+        assert_eq!(s.stats().dropped, 0);
     }
 
     #[test]

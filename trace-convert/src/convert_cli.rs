@@ -98,6 +98,12 @@ pub struct ConvertArgs {
     /// Example: --max-depth 256
     #[arg(long, value_name = "N", default_value_t = 1024)]
     max_depth: usize,
+    /// Show no inlined functions: by default code that DWARF says was
+    /// inlined gets frames of its own (the inlined function above the one
+    /// it was inlined into) in the Chrome, Perfetto and folded outputs.
+    /// Example: --no-inline
+    #[arg(long)]
+    no_inline: bool,
     /// No progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -307,10 +313,11 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
             return fail(exit::OUTPUT, format!("{}: {e}", dir.display()));
         }
     }
-    let symbols = match Symbolizer::from_elves(&elves) {
+    let mut symbols = match Symbolizer::from_elves(&elves) {
         Ok(s) => s,
         Err(e) => return fail(exit::INPUT, e),
     };
+    symbols.set_inline_scopes(!args.no_inline);
     if symbols.is_empty() {
         eprintln!(
             "trace-convert: note: no ELF file given (--elf): functions are named by address (0x...)"

@@ -12,17 +12,26 @@
 //! forms) mark code and data inside sections and are never taken as
 //! function names. A symbol of size 0 extends to the next function symbol.
 //!
+//! Inlined code comes from DWARF too ([`inline`]): per function, the
+//! address intervals where inlined functions run, each with its chain of
+//! inlined functions, which the call stacks show as frames above the real
+//! function ([`Symbolizer::inline_scope`]).
+//!
 //! Addresses no symbol covers have no function; converters then name code
 //! by the address where it was entered, written as `0x80001000` (eight
 //! lower-case hex digits, see [`hex_name`]). With no ELF at all (captures
 //! with only memory dumps), every name is of that form.
 
 pub mod dwarf;
+pub mod inline;
 
+use inline::{FnScopes, Hit, InlineNames};
 use object::{Object, ObjectSymbol};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::path::{Path, PathBuf};
 
 pub use dwarf::{InlineFrame, SourceLine};
+pub use inline::{InlineScope, InlineSite};
 
 /// Why an ELF file could not be read for symbols.
 #[derive(Debug, thiserror::Error)]
@@ -66,12 +75,25 @@ pub fn hex_name(addr: u32) -> String {
     format!("{addr:#010x}")
 }
 
+/// An inlined scope for tests: `lo`, `hi` and its chain of (name, entry).
+#[cfg(test)]
+pub(crate) type TestScope<'a> = (u32, u32, &'a [(&'a str, u32)]);
+
 /// Function names and source locations of one or more ELF files.
 #[derive(Default)]
 pub struct Symbolizer {
     functions: Vec<Function>,
     dwarf: Vec<dwarf::DwarfInfo>,
     files: Vec<PathBuf>,
+    /// Inline scopes were turned off ([`set_inline_scopes`](Self::set_inline_scopes)).
+    no_inline: bool,
+    /// Some DWARF declares inlined subroutines.
+    has_inlined: bool,
+    /// Per function (same index): its inline scopes, once asked for.
+    scopes: Vec<OnceCell<FnScopes>>,
+    inline_names: RefCell<InlineNames>,
+    /// The scope found last (most lookups fall in it again).
+    last_scope: Cell<Option<(usize, Hit)>>,
 }
 
 impl std::fmt::Debug for Symbolizer {
@@ -95,11 +117,38 @@ impl Symbolizer {
     /// one file without DWARF.
     #[cfg(test)]
     pub(crate) fn with_functions(functions: Vec<Function>) -> Symbolizer {
+        let scopes = functions.iter().map(|_| OnceCell::new()).collect();
         Symbolizer {
             functions,
-            dwarf: Vec::new(),
             files: vec![PathBuf::from("test.elf")],
+            scopes,
+            ..Symbolizer::default()
         }
+    }
+
+    /// Give function `i` these inlined scopes, as if read from DWARF:
+    /// `(lo, hi, chain of (name, entry))`, names interned here.
+    #[cfg(test)]
+    pub(crate) fn with_test_scopes(&mut self, i: usize, scopes: &[TestScope<'_>]) {
+        let unit: Vec<inline::UnitScope> = scopes
+            .iter()
+            .map(|(lo, hi, chain)| {
+                let sites: Vec<InlineSite> = chain
+                    .iter()
+                    .map(|(name, entry)| InlineSite {
+                        name: self.inline_names.borrow_mut().intern((*name).to_owned()),
+                        entry: *entry,
+                    })
+                    .collect();
+                inline::UnitScope::new(*lo, *hi, &sites)
+            })
+            .collect();
+        let f = &self.functions[i];
+        let cell = OnceCell::new();
+        cell.set(FnScopes::build(f, f.end, &unit)).ok();
+        self.scopes[i] = cell;
+        self.has_inlined = true;
+        self.last_scope.set(None);
     }
 
     /// Read the symbols and DWARF of each file.
@@ -188,10 +237,107 @@ impl Symbolizer {
             }
         }
         if let Some(d) = dwarf::DwarfInfo::load(&file) {
+            self.has_inlined |= d.has_inlined();
             self.dwarf.push(d);
         }
+        self.scopes = self.functions.iter().map(|_| OnceCell::new()).collect();
+        self.last_scope.set(None);
         self.files.push(path.to_path_buf());
         Ok(())
+    }
+
+    /// Show inlined functions as frames (the default) or not: when off,
+    /// [`inline_scope`](Self::inline_scope) finds no inlined code.
+    pub fn set_inline_scopes(&mut self, on: bool) {
+        self.no_inline = !on;
+    }
+
+    /// Inlined functions are shown and some DWARF has inlined code.
+    #[must_use]
+    #[inline]
+    pub fn has_inline_scopes(&self) -> bool {
+        !self.no_inline && self.has_inlined
+    }
+
+    /// The inlined functions running at `addr` (outermost first) and the
+    /// interval around it where the same ones run. The interval lies in
+    /// the function covering `addr` (or between two functions); without
+    /// inlined code at all it is the whole address space.
+    #[must_use]
+    pub fn inline_scope(&self, addr: u32) -> InlineScope<'_> {
+        if !self.has_inline_scopes() {
+            return InlineScope::EVERYWHERE;
+        }
+        let (i, hit) = match self.last_scope.get() {
+            Some((i, hit)) if (hit.lo..hit.hi).contains(&addr) => (i, hit),
+            _ => {
+                let found = self.find_scope(addr);
+                self.last_scope.set(Some(found));
+                found
+            }
+        };
+        let chain = match (hit.len, self.scopes.get(i).and_then(OnceCell::get)) {
+            (1.., Some(t)) => t.chain(hit),
+            _ => &[],
+        };
+        InlineScope {
+            lo: hit.lo,
+            hi: hit.hi,
+            chain,
+        }
+    }
+
+    /// [`inline_scope`](Self::inline_scope) looked up: the index of the
+    /// function whose table holds the chain, and the scope.
+    fn find_scope(&self, addr: u32) -> (usize, Hit) {
+        let plain = |lo, hi| Hit {
+            lo,
+            hi,
+            at: 0,
+            len: 0,
+        };
+        let i = self.functions.partition_point(|f| f.start <= addr);
+        let next = self.functions.get(i).map_or(u32::MAX, |f| f.start);
+        let Some(f) = i.checked_sub(1).and_then(|j| self.functions.get(j)) else {
+            return (0, plain(0, next));
+        };
+        if addr >= f.end {
+            return (0, plain(f.end, next));
+        }
+        let end = f.end.min(next);
+        match self.scopes.get(i - 1) {
+            Some(cell) => {
+                let hit = cell
+                    .get_or_init(|| self.read_scopes(f, end))
+                    .at(addr, f.start, end);
+                (i - 1, hit)
+            }
+            None => (0, plain(f.start, end)),
+        }
+    }
+
+    /// The inline scopes of `f` (code up to `end`) from the first DWARF
+    /// that has its compilation unit.
+    fn read_scopes(&self, f: &Function, end: u32) -> FnScopes {
+        for d in &self.dwarf {
+            if !d.has_inlined() {
+                continue;
+            }
+            if let Some(unit) = d.unit_scopes(f.start, &self.inline_names) {
+                let t = FnScopes::build(f, end, &unit);
+                if !t.is_empty() {
+                    return t;
+                }
+            }
+        }
+        FnScopes::default()
+    }
+
+    /// The name of an inlined function ([`InlineSite::name`]), as DWARF
+    /// gives it (`??` when unknown).
+    #[must_use]
+    pub fn inline_name(&self, name: u32) -> String {
+        self.inline_names.borrow().get(name).to_owned()
     }
 
     /// No ELF file was given (names will all be addresses).

@@ -1,11 +1,13 @@
 //! `CallStacks::quiet_range` is a shortcut of `CallStacks::apply` for
-//! ranges that change no frame: on the decoded events of every corpus
-//! program (PTM with the return stack and ETMv3, with and without
-//! symbols), stacks that take the shortcut wherever it applies must equal,
+//! ranges that change no frame, inlined frames included: on the decoded
+//! events of every corpus program (PTM with the return stack and ETMv3,
+//! with and without symbols, with and without inlined frames, ranges as
+//! decoded and split where the inlined functions change as the converter
+//! does), stacks that take the shortcut wherever it applies must equal,
 //! after every event, stacks that always take `apply`.
 
 use std::sync::Arc;
-use trace_convert::callstack::CallStacks;
+use trace_convert::callstack::{split, CallStacks, FrameKind};
 use trace_convert::symbols::Symbolizer;
 use trace_core::decode::{Decoder, DecoderConfig};
 use trace_core::demux::{AnyPacket, SourceConfig};
@@ -34,11 +36,13 @@ fn decode(bytes: &[u8], source: &SourceConfig, mem: &Arc<dyn MemoryImage>) -> Ve
     events
 }
 
-/// Feed `events` both ways; returns how many took the shortcut.
-fn compare(name: &str, events: &[Event], symbols: &Symbolizer) -> usize {
+/// Feed `events` both ways; returns how many took the shortcut and how
+/// many inlined frames were opened.
+fn compare(name: &str, events: &[Event], symbols: &Symbolizer) -> (usize, usize) {
     let mut always = CallStacks::default();
     let mut quick = CallStacks::default();
     let mut quiet = 0;
+    let mut inlined = 0;
     for (i, e) in events.iter().enumerate() {
         let time = i as u64;
         let a = always.apply(e, time, symbols);
@@ -57,8 +61,13 @@ fn compare(name: &str, events: &[Event], symbols: &Symbolizer) -> usize {
         assert_eq!(always.opened(), quick.opened(), "{name}: opened at {i}");
         assert_eq!(always.stack(a), quick.stack(b), "{name}: stack at {i}");
         assert_eq!(always.stats(), quick.stats(), "{name}: counters at {i}");
+        inlined += always
+            .opened()
+            .iter()
+            .filter(|f| f.kind == FrameKind::Inline)
+            .count();
     }
-    quiet
+    (quiet, inlined)
 }
 
 #[test]
@@ -78,7 +87,7 @@ fn the_shortcut_equals_apply_on_every_corpus_program() {
         .collect();
     names.sort();
     assert!(!names.is_empty());
-    let (mut total, mut quiet) = (0, 0);
+    let (mut total, mut quiet, mut inlined) = (0, 0, 0);
     for name in &names {
         let elf = dir.join(format!("{name}.elf"));
         let flow =
@@ -87,6 +96,8 @@ fn the_shortcut_equals_apply_on_every_corpus_program() {
         let mut map = MemoryMap::new();
         map.add_elf(&elf, Space::Any).expect("elf");
         let symbols = Symbolizer::from_elves(std::slice::from_ref(&elf)).expect("symbols");
+        let mut no_inline = Symbolizer::from_elves(std::slice::from_ref(&elf)).expect("symbols");
+        no_inline.set_inline_scopes(false);
         let etm = EtmOptions::default();
         let mut traces = vec![(
             "ETMv3",
@@ -112,8 +123,29 @@ fn the_shortcut_equals_apply_on_every_corpus_program() {
         for (protocol, bytes, source) in traces {
             let events = decode(&bytes, &source, &mem);
             let label = format!("{name} {protocol}");
-            total += events.len();
-            quiet += compare(&label, &events, &symbols);
+            let pieces: Vec<Event> = events
+                .iter()
+                .flat_map(|e| split::pieces(e, Some(&*mem), &symbols))
+                .collect();
+            let split_ranges = events
+                .iter()
+                .filter(|e| split::pieces(e, Some(&*mem), &symbols).count() > 1)
+                .count();
+            eprintln!(
+                "{label}: {} events, {split_ranges} ranges split into {} more pieces",
+                events.len(),
+                pieces.len() - events.len()
+            );
+            total += pieces.len();
+            let (q, i) = compare(&format!("{label} split"), &pieces, &symbols);
+            quiet += q;
+            inlined += i;
+            compare(&label, &events, &symbols);
+            compare(
+                &format!("{label} without inlined frames"),
+                &events,
+                &no_inline,
+            );
             compare(
                 &format!("{label} without symbols"),
                 &events,
@@ -121,9 +153,10 @@ fn the_shortcut_equals_apply_on_every_corpus_program() {
             );
         }
     }
-    eprintln!("{quiet} of {total} events took the shortcut");
+    eprintln!("{quiet} of {total} events took the shortcut; {inlined} inlined frames opened");
     assert!(
         quiet > total / 4,
         "the shortcut is taken: {quiet} of {total}"
     );
+    assert!(inlined > 100, "inlined frames are opened: {inlined}");
 }

@@ -1,17 +1,20 @@
 //! Ground truth from real programs: the corpus programs' executed flows
 //! (recorded by an emulator) are encoded as PTM and ETMv3 trace, converted
 //! with the programs' ELF files, and the folded stacks compared with the
-//! emulator's own per-stack instruction counts (`stacks` in `*.cov.json`).
+//! emulator's own per-stack instruction counts (`stacks` in `*.cov.json`),
+//! which name real functions only (`--no-inline`; inlined frames are
+//! checked in `inline_stacks.rs`).
 
 mod convert_common;
 
-use convert_common::{check_chrome, folded_map, resolve, run};
+use convert_common::{check_chrome, folded_map, resolve, run_with};
 use std::collections::BTreeMap;
 use std::path::Path;
 use trace_convert::convert::ConvertOptions;
 use trace_convert::folded::Weight;
 use trace_convert::input::flags::SourceFlags;
 use trace_convert::input::source::Protocol;
+use trace_convert::symbols::Symbolizer;
 use trace_core::memory::{MemoryMap, Space};
 use trace_encode::{encode_etm, encode_ptm, EtmOptions, Flow, PtmOptions, Trace};
 
@@ -37,8 +40,11 @@ fn convert_trace(trace: &Trace, protocol: Protocol, elf: &Path, tmp: &Path) -> S
         ..SourceFlags::default()
     };
     let input = resolve(&bin, &flags);
-    let out = run(
+    let mut symbols = Symbolizer::from_elves(&[elf.to_path_buf()]).expect("symbols");
+    symbols.set_inline_scopes(false);
+    let out = run_with(
         &input,
+        &symbols,
         &[elf.to_path_buf()],
         Weight::Instructions,
         &ConvertOptions::default(),

@@ -112,9 +112,21 @@ struct RangeKey {
     it: u8,
 }
 
+/// A [`RangeKey`] packed in two words, compared and hashed as such (this
+/// is done for every range event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Packed {
+    /// Start and end address.
+    span: u64,
+    /// Count, ISA, space and IT state.
+    rest: u64,
+}
+
 /// Counts of a distinct range (it ran `passed + failed` times).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 struct RangeCount {
+    /// The range.
+    key: Packed,
     /// Times its last instruction passed / failed.
     passed: u64,
     failed: u64,
@@ -122,13 +134,44 @@ struct RangeCount {
     it_out: u8,
 }
 
-/// Where a trace source's flow goes on sequentially.
-#[derive(Debug, Clone, Copy)]
-struct Next {
-    addr: u32,
-    isa: Isa,
-    space: Space,
-    it: u8,
+/// Where a trace source's flow goes on sequentially, packed: the address
+/// (bits 0-31), ISA and space ([`isa_space`], bits 32-47), IT state (bits
+/// 48-55) and [`NEXT_VALID`]; 0 when the flow is broken.
+type Next = u64;
+
+/// The bit of a [`Next`] that says it holds a place.
+const NEXT_VALID: u64 = 1 << 56;
+
+/// The IT state's bits of a [`Next`].
+const NEXT_IT: u64 = 0xFF << 48;
+
+/// ISA and space of a range in 16 bits, placed at bit 32 of the packed
+/// forms.
+#[inline]
+fn isa_space(isa: Isa, space: Space) -> u64 {
+    let isa = match isa {
+        Isa::A32 => 0u64,
+        Isa::T32 => 1,
+    };
+    let space = match space {
+        Space::Any => 0u64,
+        Space::Secure => 1,
+        Space::NonSecure => 2,
+    };
+    (isa | space << 8) << 32
+}
+
+#[cfg(test)]
+impl RangeKey {
+    /// The packed form.
+    fn packed(&self) -> Packed {
+        Packed {
+            span: u64::from(self.start) | u64::from(self.end) << 32,
+            rest: u64::from(self.count)
+                | isa_space(self.isa, self.space)
+                | u64::from(self.it) << 48,
+        }
+    }
 }
 
 /// A small multiplicative hasher for the range table (keys are a few
@@ -176,15 +219,17 @@ const CACHE_SLOTS: usize = 4096;
 pub struct Coverage {
     memory: Arc<dyn MemoryImage>,
     /// Every distinct range with its counts, in order of first sight.
-    ranges: Vec<(RangeKey, RangeCount)>,
+    ranges: Vec<RangeCount>,
+    /// The same ranges unpacked (same index).
+    keys: Vec<RangeKey>,
     /// Index of each range in `ranges`.
-    index: FastMap<RangeKey, u32>,
+    index: FastMap<Packed, u32>,
     /// A direct-mapped cache of `index` by start and end address: the
     /// index plus one, 0 when empty. Loops run the same few ranges over
     /// and over, so most lookups end here.
-    cache: Box<[u32]>,
+    cache: Box<[u32; CACHE_SLOTS]>,
     /// Per trace ID: where its flow goes on sequentially.
-    next: Box<[Option<Next>]>,
+    next: Box<[Next; 256]>,
     /// Code known from the program but maybe never reached.
     code: Vec<(Space, u32, u32, Isa)>,
 }
@@ -204,16 +249,17 @@ impl Coverage {
         Coverage {
             memory,
             ranges: Vec::new(),
+            keys: Vec::new(),
             index: FastMap::default(),
-            cache: vec![0; CACHE_SLOTS].into_boxed_slice(),
-            next: vec![None; 256].into_boxed_slice(),
+            cache: Box::new([0; CACHE_SLOTS]),
+            next: Box::new([0; 256]),
             code: Vec::new(),
         }
     }
 
     /// Account for one event. Ranges are counted; gaps, trace-on and
     /// loss of synchronization end the sequential flow of their source.
-    #[inline]
+    #[inline(always)]
     pub fn add(&mut self, event: &Event) {
         match event.kind {
             EventKind::Range(ref r) => self.add_range(event.id, r),
@@ -221,33 +267,34 @@ impl Coverage {
             | EventKind::AddrNacc { .. }
             | EventKind::TraceOn { .. }
             | EventKind::NoSync => {
-                self.next[usize::from(event.id)] = None;
+                self.next[usize::from(event.id)] = 0;
             }
             _ => {}
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn add_range(&mut self, id: u8, r: &Range) {
-        let it = match &self.next[usize::from(id)] {
-            Some(n) if n.addr == r.start && n.isa == r.isa && n.space == r.space => n.it,
-            _ => 0,
+        let id = usize::from(id);
+        let next = self.next[id];
+        let isa_space = isa_space(r.isa, r.space);
+        // The IT state goes on when the flow does.
+        let it = if next & !NEXT_IT == u64::from(r.start) | isa_space | NEXT_VALID {
+            next & NEXT_IT
+        } else {
+            0
         };
-        let key = RangeKey {
-            start: r.start,
-            end: r.end,
-            count: r.count,
-            isa: r.isa,
-            space: r.space,
-            it,
+        let key = Packed {
+            span: u64::from(r.start) | u64::from(r.end) << 32,
+            rest: u64::from(r.count) | isa_space | it,
         };
         let slot = cache_slot(r.start, r.end);
         let cached = self.cache[slot] as usize;
         let i = match self.ranges.get(cached.wrapping_sub(1)) {
-            Some((k, _)) if *k == key => cached - 1,
+            Some(c) if c.key == key => cached - 1,
             _ => self.lookup(key, slot),
         };
-        let Some((_, c)) = self.ranges.get_mut(i) else {
+        let Some(c) = self.ranges.get_mut(i) else {
             return;
         };
         if r.executed {
@@ -255,30 +302,26 @@ impl Coverage {
         } else {
             c.failed += 1;
         }
-        self.next[usize::from(id)] = Some(Next {
-            addr: r.end,
-            isa: r.isa,
-            space: r.space,
-            it: c.it_out,
-        });
+        self.next[id] = u64::from(r.end) | isa_space | u64::from(c.it_out) << 48 | NEXT_VALID;
     }
 
     /// The index of `key` in `ranges` (added when new), remembered in the
     /// cache at `slot`.
     #[inline(never)]
-    fn lookup(&mut self, key: RangeKey, slot: usize) -> usize {
+    fn lookup(&mut self, key: Packed, slot: usize) -> usize {
         let i = match self.index.get(&key) {
             Some(&i) => i as usize,
             None => {
                 let i = self.ranges.len();
-                let it_out = walk(&*self.memory, &key, |_| {}).raw();
-                self.ranges.push((
+                let full = unpack(key);
+                let it_out = walk(&*self.memory, &full, |_| {}).raw();
+                self.ranges.push(RangeCount {
                     key,
-                    RangeCount {
-                        it_out,
-                        ..RangeCount::default()
-                    },
-                ));
+                    passed: 0,
+                    failed: 0,
+                    it_out,
+                });
+                self.keys.push(full);
                 self.index.insert(key, u32::try_from(i).unwrap_or(u32::MAX));
                 i
             }
@@ -323,7 +366,7 @@ impl Coverage {
                 };
             }
         }
-        for (key, c) in &self.ranges {
+        for (key, c) in self.keys.iter().zip(&self.ranges) {
             let times = c.passed + c.failed;
             let mut i = 0u32;
             walk(&*self.memory, key, |(addr, insn, cond)| {
@@ -469,6 +512,28 @@ fn read_insn(
 /// (address, instruction, effective condition); returns the IT state after
 /// the range. Stops early where the memory gives no instruction, and at the
 /// range's end whatever its count says.
+/// The [`RangeKey`] of a packed one.
+fn unpack(p: Packed) -> RangeKey {
+    let isa = if p.rest >> 32 & 0xFF == 0 {
+        Isa::A32
+    } else {
+        Isa::T32
+    };
+    let space = match p.rest >> 40 & 0xFF {
+        0 => Space::Any,
+        1 => Space::Secure,
+        _ => Space::NonSecure,
+    };
+    RangeKey {
+        start: p.span as u32,
+        end: (p.span >> 32) as u32,
+        count: p.rest as u32,
+        isa,
+        space,
+        it: (p.rest >> 48) as u8,
+    }
+}
+
 fn walk<F>(memory: &dyn MemoryImage, key: &RangeKey, mut f: F) -> ItState
 where
     F: FnMut((u32, &isa_decode::Insn, Cond)),
@@ -578,6 +643,29 @@ mod tests {
             c.add(&range(addr, 1, Isa::A32, 4, e));
         }
         c
+    }
+
+    #[test]
+    fn packed_keys_unpack_to_themselves() {
+        for isa in [Isa::A32, Isa::T32] {
+            for space in [Space::Any, Space::Secure, Space::NonSecure] {
+                for (start, end, count, it) in [
+                    (0, 4, 1, 0),
+                    (0xFFFF_FFF0, 0xFFFF_FFFE, 7, 0xFF),
+                    (0x8000, 0x9000, 1024, 0x18),
+                ] {
+                    let k = RangeKey {
+                        start,
+                        end,
+                        count,
+                        isa,
+                        space,
+                        it,
+                    };
+                    assert_eq!(unpack(k.packed()), k);
+                }
+            }
+        }
     }
 
     #[test]

@@ -31,7 +31,6 @@
 
 mod wire;
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 
 /// Field numbers and enum values of the Perfetto trace protos
@@ -160,7 +159,7 @@ pub struct PerfettoWriter<W: Write> {
     /// descriptor, interned event name).
     inner: Vec<u8>,
     /// Interned event names and their IDs (from 1).
-    names: HashMap<String, u64>,
+    names: crate::callstack::FastMap<String, u64>,
     tracks: Vec<TrackState>,
     /// No packet written yet: the next one clears the incremental state.
     first: bool,
@@ -175,7 +174,7 @@ impl<W: Write> PerfettoWriter<W> {
             packet: Vec::with_capacity(256),
             msg: Vec::with_capacity(128),
             inner: Vec::with_capacity(128),
-            names: HashMap::new(),
+            names: crate::callstack::FastMap::default(),
             tracks: Vec::new(),
             first: true,
         }

@@ -3,7 +3,7 @@
 //! decoding again (format in [`crate::formats::events_file`]).
 
 use crate::formats::events_file::{EventWriter, Header};
-use crate::sink::{EventCtx, Output, RunInfo, Sink};
+use crate::sink::{EventCtx, Interest, Output, RunInfo, Sink};
 use std::io;
 use trace_core::event::Event;
 
@@ -41,6 +41,18 @@ impl<W: Output> Sink for EventsSink<W> {
             Some(w) => w.write(event),
             None => Err(io::Error::other("events file already finished")),
         }
+    }
+
+    /// The events as decoded (not split for the call stacks).
+    fn interest(&self) -> Interest {
+        Interest::EventsOnly
+    }
+
+    fn events(&mut self, events: &[Event]) -> io::Result<()> {
+        events.iter().try_for_each(|e| match &mut self.writer {
+            Some(w) => w.write(e),
+            None => Err(io::Error::other("events file already finished")),
+        })
     }
 
     fn finish(mut self: Box<Self>, _info: &RunInfo) -> io::Result<()> {

@@ -1,13 +1,17 @@
 //! DWARF line tables and inlined subroutines of one ELF file, read
 //! permissively (missing or damaged sections give no answers, never an
-//! error) and cached per address.
+//! error) and cached per address (lines, frames) or per compilation unit
+//! (inline scopes).
 
+use super::inline::{self, InlineNames, UnitCache, UnitScope};
 use object::{Object, ObjectSection};
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::Arc;
 
-type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
+/// How the DWARF sections are read.
+pub(crate) type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
 
 /// A source position.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -35,6 +39,9 @@ pub(crate) struct DwarfInfo {
     ctx: addr2line::Context<Reader>,
     lines: RefCell<HashMap<u32, Option<SourceLine>>>,
     files: RefCell<HashMap<String, Arc<str>>>,
+    /// Some abbreviation declares an inlined subroutine.
+    has_inlined: bool,
+    units: UnitCache,
 }
 
 impl DwarfInfo {
@@ -55,12 +62,44 @@ impl DwarfInfo {
             Ok(gimli::EndianArcSlice::new(data, endian))
         };
         let dwarf = gimli::Dwarf::load(load).ok()?;
+        let has_inlined = file
+            .section_by_name(".debug_abbrev")
+            .and_then(|s| s.uncompressed_data().ok())
+            .is_some_and(|d| inline::declares_inlined(&d));
         let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
         Some(DwarfInfo {
             ctx,
             lines: RefCell::new(HashMap::new()),
             files: RefCell::new(HashMap::new()),
+            has_inlined,
+            units: RefCell::new(HashMap::new()),
         })
+    }
+
+    /// Some abbreviation declares an inlined subroutine (without one there
+    /// is no inlined code).
+    pub(crate) fn has_inlined(&self) -> bool {
+        self.has_inlined
+    }
+
+    /// The inlined subroutines of the compilation unit holding `addr`
+    /// (read once per unit), or `None` when no unit holds it.
+    pub(crate) fn unit_scopes(
+        &self,
+        addr: u32,
+        names: &RefCell<InlineNames>,
+    ) -> Option<Rc<[UnitScope]>> {
+        let unit = self
+            .ctx
+            .find_dwarf_and_unit(u64::from(addr))
+            .skip_all_loads()?;
+        let key = unit.header.offset().as_debug_info_offset()?.0;
+        if let Some(hit) = self.units.borrow().get(&key) {
+            return Some(Rc::clone(hit));
+        }
+        let scopes: Rc<[UnitScope]> = Rc::from(inline::unit_scopes(unit, &mut names.borrow_mut()));
+        self.units.borrow_mut().insert(key, Rc::clone(&scopes));
+        Some(scopes)
     }
 
     fn intern(&self, file: &str) -> Arc<str> {

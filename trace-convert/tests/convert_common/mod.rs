@@ -27,9 +27,20 @@ pub fn resolve(path: &Path, flags: &SourceFlags) -> Input {
 /// Convert `input` into Chrome JSON and folded stacks.
 pub fn run(input: &Input, elves: &[PathBuf], weight: Weight, options: &ConvertOptions) -> Outputs {
     let symbols = Symbolizer::from_elves(elves).expect("symbols");
+    run_with(input, &symbols, elves, weight, options)
+}
+
+/// [`run`] with these symbols (of `elves`, which also give the memory).
+pub fn run_with(
+    input: &Input,
+    symbols: &Symbolizer,
+    elves: &[PathBuf],
+    weight: Weight,
+    options: &ConvertOptions,
+) -> Outputs {
     let chrome = SharedBuffer::new();
     let folded = SharedBuffer::new();
-    let mut conv = Converter::new(&symbols, options.clock_for(input), options.max_depth);
+    let mut conv = Converter::new(symbols, options.clock_for(input), options.max_depth);
     conv.add_sink(Box::new(ChromeSink::new(chrome.clone())));
     conv.add_sink(Box::new(FoldedSink::new(folded.clone(), weight)));
     let extra = ExtraMemory {

@@ -1,0 +1,232 @@
+//! Ranges split where the chain of inlined functions changes, so that the
+//! call stacks can show each piece in its own inlined frames.
+//!
+//! A range is a run of sequential instructions; where it crosses from
+//! code of one inlined function (or none) into another, [`pieces`] cuts it
+//! into ranges of one chain each ([`Symbolizer::inline_scope`]). The
+//! instruction count of each piece comes from the instructions' sizes:
+//! 4 bytes in A32, decoded again from the memory image in T32 (without
+//! one, a T32 range stays whole). Only the last piece keeps what the
+//! range says of its last instruction (class, link, return, condition,
+//! executed, cycles); the others end in a plain instruction that executed,
+//! with no cycles. Other events, and ranges inside one chain, are one
+//! piece: themselves.
+
+use crate::symbols::{InlineScope, Symbolizer};
+use trace_core::event::{Event, EventKind, InsnClass, Isa, Range};
+use trace_core::memory::MemoryImage;
+
+/// The pieces of an event, in order (see the module documentation).
+#[derive(Debug)]
+pub enum Pieces {
+    /// The event itself, once.
+    One(Option<Event>),
+    /// The pieces of a split range.
+    Many(std::vec::IntoIter<Event>),
+}
+
+impl Iterator for Pieces {
+    type Item = Event;
+
+    #[inline]
+    fn next(&mut self) -> Option<Event> {
+        match self {
+            Pieces::One(e) => e.take(),
+            Pieces::Many(v) => v.next(),
+        }
+    }
+}
+
+/// `e` as pieces that each run in one chain of inlined functions; `memory`
+/// is the image of its source, for T32 instruction sizes.
+#[must_use]
+#[inline]
+pub fn pieces(e: &Event, memory: Option<&dyn MemoryImage>, symbols: &Symbolizer) -> Pieces {
+    if let EventKind::Range(r) = &e.kind {
+        if r.count > 1 && symbols.has_inline_scopes() {
+            let first = symbols.inline_scope(r.start);
+            if r.end > first.hi {
+                if let Some(v) = split(r, first, memory, symbols) {
+                    let events: Vec<Event> = v
+                        .into_iter()
+                        .map(|p| Event {
+                            kind: EventKind::Range(p),
+                            ..*e
+                        })
+                        .collect();
+                    return Pieces::Many(events.into_iter());
+                }
+            }
+        }
+    }
+    Pieces::One(Some(*e))
+}
+
+/// The pieces of `r`, whose first instruction runs in `first`; `None`
+/// when it is one piece or its instructions cannot be told apart.
+fn split(
+    r: &Range,
+    first: InlineScope<'_>,
+    memory: Option<&dyn MemoryImage>,
+    symbols: &Symbolizer,
+) -> Option<Vec<Range>> {
+    let mut out: Vec<Range> = Vec::new();
+    let mut scope = first;
+    let mut start = r.start;
+    let mut count = 0u32;
+    let mut last_size = 0u8;
+    let mut taken = 0u32;
+    let mut visit = |addr: u32, size: u8| {
+        if addr < scope.lo || addr >= scope.hi {
+            let next = symbols.inline_scope(addr);
+            if next.chain != scope.chain && count > 0 {
+                out.push(Range {
+                    start,
+                    end: addr,
+                    count,
+                    last_size,
+                    last: InsnClass::Other,
+                    link: false,
+                    ret: false,
+                    cond: false,
+                    executed: true,
+                    cycles: None,
+                    ..*r
+                });
+                taken += count;
+                start = addr;
+                count = 0;
+            }
+            scope = next;
+        }
+        count += 1;
+        last_size = size;
+    };
+    match (r.isa, memory) {
+        (Isa::A32, _) => {
+            for k in 0..r.count {
+                visit(r.start.wrapping_add(k.wrapping_mul(4)), 4);
+            }
+        }
+        (Isa::T32, Some(m)) => {
+            for i in r.instructions(m) {
+                visit(i.addr, i.insn.size);
+            }
+        }
+        (Isa::T32, None) => return None,
+    }
+    if out.is_empty() {
+        return None;
+    }
+    // The rest (all of it when decoding stopped early) is the last piece.
+    out.push(Range {
+        start,
+        count: r.count.saturating_sub(taken),
+        ..*r
+    });
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::symbols::Function;
+    use trace_core::memory::Space;
+
+    fn range(start: u32, count: u32, isa: Isa) -> Range {
+        Range {
+            start,
+            end: start + 4 * count,
+            count,
+            isa,
+            last_size: 4,
+            last: InsnClass::Branch,
+            link: true,
+            ret: false,
+            cond: true,
+            executed: true,
+            cycles: Some(9),
+            space: Space::Any,
+        }
+    }
+
+    fn event(r: Range) -> Event {
+        Event {
+            offset: 7,
+            id: 3,
+            kind: EventKind::Range(r),
+        }
+    }
+
+    fn symbols() -> Symbolizer {
+        let mut s = Symbolizer::with_functions(vec![Function {
+            start: 0x100,
+            end: 0x200,
+            name: "f".into(),
+            thumb: false,
+        }]);
+        s.with_test_scopes(
+            0,
+            &[
+                (0x110, 0x120, &[("g", 0x110)]),
+                (0x118, 0x11c, &[("g", 0x110), ("h", 0x118)]),
+            ],
+        );
+        s
+    }
+
+    #[test]
+    fn a32_range_is_cut_where_the_chain_changes() {
+        let s = symbols();
+        // 0x108..0x128 runs in f, f | g, g | g;h | g | f, f.
+        let got: Vec<Range> = pieces(&event(range(0x108, 8, Isa::A32)), None, &s)
+            .map(|e| match e.kind {
+                EventKind::Range(r) => r,
+                _ => panic!("a range"),
+            })
+            .collect();
+        let spans: Vec<(u32, u32, u32)> = got.iter().map(|r| (r.start, r.end, r.count)).collect();
+        assert_eq!(
+            spans,
+            [
+                (0x108, 0x110, 2),
+                (0x110, 0x118, 2),
+                (0x118, 0x11c, 1),
+                (0x11c, 0x120, 1),
+                (0x120, 0x128, 2)
+            ]
+        );
+        for p in &got[..4] {
+            assert_eq!(
+                (p.last, p.link, p.cond, p.executed, p.cycles),
+                (InsnClass::Other, false, false, true, None)
+            );
+        }
+        let last = got.last().expect("pieces");
+        assert_eq!(
+            (last.last, last.link, last.cond, last.cycles),
+            (InsnClass::Branch, true, true, Some(9))
+        );
+        assert_eq!(got.iter().map(|r| r.count).sum::<u32>(), 8);
+    }
+
+    #[test]
+    fn ranges_in_one_chain_and_other_events_stay_whole() {
+        let s = symbols();
+        let e = event(range(0x110, 2, Isa::A32));
+        assert_eq!(pieces(&e, None, &s).collect::<Vec<_>>(), [e]);
+        // T32 without memory: the sizes are unknown.
+        let t = event(range(0x108, 8, Isa::T32));
+        assert_eq!(pieces(&t, None, &s).collect::<Vec<_>>(), [t]);
+        let x = Event {
+            offset: 0,
+            id: 1,
+            kind: EventKind::NoSync,
+        };
+        assert_eq!(pieces(&x, None, &s).count(), 1);
+        let mut off = symbols();
+        off.set_inline_scopes(false);
+        let e = event(range(0x108, 8, Isa::A32));
+        assert_eq!(pieces(&e, None, &off).collect::<Vec<_>>(), [e]);
+    }
+}
