@@ -791,7 +791,12 @@ impl Shared {
     #[inline]
     fn range(&mut self, t: &mut Thread, r: &Range, time: u64, symbols: &Symbolizer) {
         self.arrive(t, r.start, time, symbols);
-        self.inline_at(t, r.start, time, symbols);
+        // The inlined frames hold while no frame changed and the range
+        // starts where they do.
+        if !(self.opened.is_empty() && self.closed.is_empty() && t.lo <= r.start && r.start < t.hi)
+        {
+            self.inline_at(t, r.start, time, symbols);
+        }
         t.pending = pending_after(r);
         t.prev_end = Some(r.end);
     }

@@ -219,6 +219,8 @@ pub struct Converter<'a> {
     batching: bool,
     /// Events for those sinks, not yet handed over.
     batch: Vec<Event>,
+    /// How ranges across inlined code are cut.
+    splits: crate::callstack::split::SplitCache,
     info: RunInfo,
     report: ConvertReport,
     began: bool,
@@ -254,6 +256,7 @@ impl<'a> Converter<'a> {
             every: false,
             batching: false,
             batch: Vec::new(),
+            splits: crate::callstack::split::SplitCache::default(),
             info: RunInfo {
                 clock,
                 ..RunInfo::default()
@@ -397,7 +400,7 @@ impl<'a> Converter<'a> {
         }
         // A range across inlined code goes on as one piece per chain of
         // inlined functions (see `callstack::split`).
-        for p in crate::callstack::split::pieces(e, memory, self.symbols) {
+        for p in self.splits.pieces(e, memory, self.symbols) {
             let span = self.clocks.advance(&p);
             let thread = self.stacks.apply(&p, span.start, self.symbols);
             let changed = self.stacks.changed();

@@ -12,9 +12,10 @@
 //! with no cycles. Other events, and ranges inside one chain, are one
 //! piece: themselves.
 
+use crate::callstack::FastMap;
 use crate::symbols::{InlineScope, Symbolizer};
 use trace_core::event::{Event, EventKind, InsnClass, Isa, Range};
-use trace_core::memory::MemoryImage;
+use trace_core::memory::{MemoryImage, Space};
 
 /// The pieces of an event, in order (see the module documentation).
 #[derive(Debug)]
@@ -60,6 +61,96 @@ pub fn pieces(e: &Event, memory: Option<&dyn MemoryImage>, symbols: &Symbolizer)
         }
     }
     Pieces::One(Some(*e))
+}
+
+/// [`pieces`] remembered per distinct range: loops run the same ranges
+/// over and over, and a T32 split decodes its instructions again.
+#[derive(Debug, Default)]
+pub struct SplitCache {
+    /// Per range (trace ID, start, end, count, ISA, space): where its
+    /// pieces start, end and their instruction counts and last sizes
+    /// (empty: one piece).
+    map: FastMap<RangeKey, Box<[Cut]>>,
+}
+
+/// A range as the cache knows it: trace ID, start, end, count, ISA, space.
+type RangeKey = (u8, u32, u32, u32, Isa, Space);
+
+/// A piece of a cut range: start, end, instruction count, size of its
+/// last instruction.
+type Cut = (u32, u32, u32, u8);
+
+/// Distinct ranges remembered before the cache starts again (bounds its
+/// memory).
+const SPLITS_KEPT: usize = 1 << 16;
+
+impl SplitCache {
+    /// [`pieces`], remembering the cut of each distinct range.
+    #[inline]
+    pub fn pieces(
+        &mut self,
+        e: &Event,
+        memory: Option<&dyn MemoryImage>,
+        symbols: &Symbolizer,
+    ) -> Pieces {
+        let EventKind::Range(r) = &e.kind else {
+            return Pieces::One(Some(*e));
+        };
+        if r.count <= 1 || !symbols.has_inline_scopes() {
+            return Pieces::One(Some(*e));
+        }
+        let key = (e.id, r.start, r.end, r.count, r.isa, r.space);
+        let cuts = match self.map.get(&key) {
+            Some(c) => c,
+            None => {
+                let cuts: Box<[Cut]> = match pieces(e, memory, symbols) {
+                    Pieces::Many(v) => v
+                        .filter_map(|p| match p.kind {
+                            EventKind::Range(p) => Some((p.start, p.end, p.count, p.last_size)),
+                            _ => None,
+                        })
+                        .collect(),
+                    Pieces::One(_) => Box::new([]),
+                };
+                if self.map.len() >= SPLITS_KEPT {
+                    self.map.clear();
+                }
+                self.map.entry(key).or_insert(cuts)
+            }
+        };
+        if cuts.is_empty() {
+            return Pieces::One(Some(*e));
+        }
+        let last = cuts.len() - 1;
+        let events: Vec<Event> = cuts
+            .iter()
+            .enumerate()
+            .map(|(i, &(start, end, count, last_size))| {
+                let piece = if i == last {
+                    Range { start, count, ..*r }
+                } else {
+                    Range {
+                        start,
+                        end,
+                        count,
+                        last_size,
+                        last: InsnClass::Other,
+                        link: false,
+                        ret: false,
+                        cond: false,
+                        executed: true,
+                        cycles: None,
+                        ..*r
+                    }
+                };
+                Event {
+                    kind: EventKind::Range(piece),
+                    ..*e
+                }
+            })
+            .collect();
+        Pieces::Many(events.into_iter())
+    }
 }
 
 /// The pieces of `r`, whose first instruction runs in `first`; `None`
@@ -208,6 +299,29 @@ mod tests {
             (InsnClass::Branch, true, true, Some(9))
         );
         assert_eq!(got.iter().map(|r| r.count).sum::<u32>(), 8);
+    }
+
+    #[test]
+    fn the_cache_cuts_as_pieces_does() {
+        let s = symbols();
+        let mut cache = SplitCache::default();
+        for r in [
+            range(0x108, 8, Isa::A32),
+            range(0x110, 2, Isa::A32),
+            range(0x108, 8, Isa::A32),
+            range(0x104, 3, Isa::A32),
+        ] {
+            let mut e = event(r);
+            for executed in [true, false] {
+                if let EventKind::Range(r) = &mut e.kind {
+                    r.executed = executed;
+                    r.cycles = executed.then_some(3);
+                }
+                let want: Vec<Event> = pieces(&e, None, &s).collect();
+                let got: Vec<Event> = cache.pieces(&e, None, &s).collect();
+                assert_eq!(got, want);
+            }
+        }
     }
 
     #[test]
