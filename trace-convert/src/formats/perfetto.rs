@@ -437,6 +437,49 @@ impl<W: Write> PerfettoWriter<W> {
         name: Option<&str>,
         value: Option<CounterValue>,
     ) -> io::Result<()> {
+        // The common packet (no new name to intern, not the first packet,
+        // no double) is written straight into the output buffer, its
+        // lengths worked out first: building it in nested buffers and
+        // copying those had each copy wait on the bytes just stored.
+        let iid = match name {
+            None => Some(None),
+            Some(n) => self.names.get(n).map(|&i| Some(i)),
+        };
+        if let (Some(iid), false, None | Some(CounterValue::Int(_))) = (iid, self.first, value) {
+            let int = match value {
+                Some(CounterValue::Int(v)) => Some(v as u64),
+                _ => None,
+            };
+            let msg = wire::uint_len(proto::EVENT_TYPE, kind)
+                + wire::uint_len(proto::EVENT_TRACK_UUID, track.uuid())
+                + iid.map_or(0, |i| wire::uint_len(proto::EVENT_NAME_IID, i))
+                + int.map_or(0, |v| wire::uint_len(proto::EVENT_COUNTER_VALUE, v));
+            let flags = proto::SEQ_NEEDS_INCREMENTAL_STATE;
+            let packet = wire::uint_len(proto::PACKET_SEQUENCE_ID, SEQUENCE_ID)
+                + wire::uint_len(proto::PACKET_SEQUENCE_FLAGS, flags)
+                + wire::uint_len(proto::PACKET_TIMESTAMP, ts_ns)
+                + wire::len_head(proto::PACKET_TRACK_EVENT, msg)
+                + msg;
+            let b = &mut self.buf;
+            wire::head(b, proto::TRACE_PACKET, packet);
+            wire::uint(b, proto::PACKET_SEQUENCE_ID, SEQUENCE_ID);
+            wire::uint(b, proto::PACKET_SEQUENCE_FLAGS, flags);
+            wire::uint(b, proto::PACKET_TIMESTAMP, ts_ns);
+            wire::head(b, proto::PACKET_TRACK_EVENT, msg);
+            wire::uint(b, proto::EVENT_TYPE, kind);
+            wire::uint(b, proto::EVENT_TRACK_UUID, track.uuid());
+            if let Some(i) = iid {
+                wire::uint(b, proto::EVENT_NAME_IID, i);
+            }
+            if let Some(v) = int {
+                wire::uint(b, proto::EVENT_COUNTER_VALUE, v);
+            }
+            if self.buf.len() >= FLUSH_AT {
+                self.out.write_all(&self.buf)?;
+                self.buf.clear();
+            }
+            return Ok(());
+        }
         self.start_packet(true);
         wire::uint(&mut self.packet, proto::PACKET_TIMESTAMP, ts_ns);
         let iid = name.map(|n| self.intern(n));

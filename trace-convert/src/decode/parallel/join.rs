@@ -403,7 +403,7 @@ fn deliver_in_order<F: FnMut(&Event) -> io::Result<()>>(
         .collect();
     if lists.len() <= 1 {
         for batch in lists.iter().flatten() {
-            for &(_, e) in *batch {
+            for (_, e) in *batch {
                 sink.deliver(e);
             }
         }
@@ -431,7 +431,7 @@ fn deliver_in_order<F: FnMut(&Event) -> io::Result<()>>(
             if k != key {
                 break;
             }
-            sink.deliver(e);
+            sink.deliver(&e);
             let (b, p) = &mut heads[i];
             *p += 1;
             if *p == lists[i][*b].len() {

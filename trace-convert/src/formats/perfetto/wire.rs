@@ -46,6 +46,34 @@ pub(crate) fn double(buf: &mut Vec<u8>, field: u32, v: f64) {
     buf.extend_from_slice(&v.to_bits().to_le_bytes());
 }
 
+/// Bytes of `v` as a varint.
+#[inline]
+pub(crate) fn varint_len(v: u64) -> usize {
+    // 1 + the number of 7-bit groups above the first.
+    1 + (63 - (v | 1).leading_zeros() as usize) / 7
+}
+
+/// Bytes of an unsigned integer field [`uint`] writes.
+#[inline]
+pub(crate) fn uint_len(field: u32, v: u64) -> usize {
+    varint_len(u64::from(field << 3)) + varint_len(v)
+}
+
+/// Bytes of the tag and length of a length-delimited field of `len`
+/// bytes (not counting those bytes).
+#[inline]
+pub(crate) fn len_head(field: u32, len: usize) -> usize {
+    varint_len(u64::from((field << 3) | LEN)) + varint_len(len as u64)
+}
+
+/// The tag and length of a length-delimited field whose `len` bytes the
+/// caller writes next.
+#[inline]
+pub(crate) fn head(buf: &mut Vec<u8>, field: u32, len: usize) {
+    tag(buf, field, LEN);
+    varint(buf, len as u64);
+}
+
 /// A `string`, `bytes` or embedded message field.
 #[inline]
 pub(crate) fn bytes(buf: &mut Vec<u8>, field: u32, v: &[u8]) {
@@ -57,6 +85,28 @@ pub(crate) fn bytes(buf: &mut Vec<u8>, field: u32, v: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lengths_are_what_is_written() {
+        for v in [0u64, 1, 127, 128, 300, 16_383, 16_384, 1 << 35, u64::MAX] {
+            let mut b = Vec::new();
+            varint(&mut b, v);
+            assert_eq!(varint_len(v), b.len(), "{v}");
+            for field in [1u32, 15, 16, 2047, 2048] {
+                let mut b = Vec::new();
+                uint(&mut b, field, v);
+                assert_eq!(uint_len(field, v), b.len(), "{field} {v}");
+            }
+        }
+        for (field, len) in [(1u32, 0usize), (11, 127), (11, 128), (16, 20_000)] {
+            let mut b = Vec::new();
+            head(&mut b, field, len);
+            assert_eq!(len_head(field, len), b.len());
+            let mut c = Vec::new();
+            bytes(&mut c, field, &vec![0; len]);
+            assert_eq!(&c[..b.len()], &b[..]);
+        }
+    }
 
     #[test]
     fn varints_follow_the_protobuf_encoding() {
