@@ -240,9 +240,6 @@ fn decode_file(input: &Input, spec: &CaptureSpec, jobs: Option<usize>) -> Result
     Ok(n)
 }
 
-/// A copy of snapshot `src` in `dir` whose trace buffer file is `unit`
-/// repeated up to `size` bytes (the other files are copied); returns the
-/// copy and its buffer's path.
 /// A snapshot directory under `dir` whose capture is the corpus program
 /// `example` encoded by trace-encode and repeated to `size` bytes (streamed
 /// to the file): cycle-accurate PTM with the return stack from the T32
@@ -412,6 +409,9 @@ fn encoded_two_source_snapshot(dir: &Path, size: usize) -> Result<(PathBuf, Path
     Ok((out, file))
 }
 
+/// A copy of snapshot `src` in `dir` whose trace buffer file is `unit`
+/// repeated up to `size` bytes (the other files are copied); returns the
+/// copy and its buffer's path.
 fn snapshot_with(
     src: &Path,
     dir: &Path,
@@ -487,20 +487,23 @@ pub fn child(args: &[String]) -> Result<(), String> {
 /// Run the CLI once: wall time and peak resident memory (bytes, from the
 /// child's `VmHWM`, sampled until it exits).
 fn run_cli(bin: &Path, args: &[&str], input: &Path) -> Result<(Duration, u64), String> {
-    run_child(bin, args, input, &[], false).map(|(t, p, _)| (t, p))
+    run_child(bin, args, input, &[], false, &[]).map(|(t, p, _)| (t, p))
 }
 
-/// Run `bin args input tail`: wall time and peak resident memory.
+/// Run `bin args input tail` with the environment variables `env` set:
+/// wall time and peak resident memory (and its output when `output`).
 fn run_child(
     bin: &Path,
     args: &[&str],
     input: &Path,
     tail: &[&str],
     output: bool,
+    env: &[(&str, &str)],
 ) -> Result<(Duration, u64, String), String> {
     use std::io::Read;
     let t = Instant::now();
     let mut child = Command::new(bin)
+        .envs(env.iter().copied())
         .args(args)
         .arg(input)
         .args(tail)
@@ -826,7 +829,7 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
             let mut insns = None;
             for _ in 0..opts.runs.min(3) {
                 let n = threads.to_string();
-                let (t, p, out) = run_child(&me, &["bench-decode"], snap, &[&n], true)?;
+                let (t, p, out) = run_child(&me, &["bench-decode"], snap, &[&n], true, &[])?;
                 time = time.min(t);
                 peak = peak.max(p);
                 insns = out.trim().parse().ok();
@@ -857,7 +860,12 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
     sink_rows(&opts, &tmp.0, &mut rows)?;
 
     // The CLI end to end, and its start-up on the small real captures.
-    if opts.wants("CLI") {
+    let cli_rows = [
+        "CLI decode --format jsonl",
+        "CLI convert to Perfetto + LCOV",
+        "CLI start-up + decode",
+    ];
+    if cli_rows.iter().any(|w| opts.wants(w)) {
         let bin = cli_binary()?;
         let cli_dir = tmp.0.join("cli");
         let (ptm_snap, ptm_file) = snapshot_with(&rstk_dir, &cli_dir, &unit, opts.cli_size)?;
@@ -866,6 +874,9 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
             ("PTM raw", &ptm_snap, &ptm_file, ptm_base),
             ("TC2 sessions", &tc2_snap, &tc2_file, sessions_base),
         ] {
+            if !opts.wants(cli_rows[0]) {
+                break;
+            }
             let bytes = std::fs::metadata(file).map_or(0, |m| m.len()) as usize;
             let mut time = Duration::MAX;
             let mut peak = 0;
@@ -883,7 +894,13 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
                 note: format!("peak RSS {:.1} MB", peak as f64 / 1e6),
             });
         }
+        if opts.wants(cli_rows[1]) {
+            convert_rows(&opts, &bin, &cli_dir, jobs, &mut rows)?;
+        }
         for (name, snap) in [("TC2", &tc2_dir), ("tc2-ptm-rstk-t32", &rstk_dir)] {
+            if !opts.wants(cli_rows[2]) {
+                break;
+            }
             let mut times = Vec::new();
             let mut peak = 0;
             for _ in 0..11 {
@@ -909,6 +926,63 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
     }
 
     print(&opts, jobs, &rows);
+    Ok(())
+}
+
+/// Rows of the CLI converting a capture file end to end (read, decode,
+/// Perfetto and LCOV written), each against the library decode of the same
+/// file on as many threads (`bench-decode`, a child process too): the
+/// corpus program `example` encoded as in [`encoded_snapshot`], of the CLI
+/// size.
+fn convert_rows(
+    opts: &Opts,
+    bin: &Path,
+    dir: &Path,
+    jobs: usize,
+    rows: &mut Vec<Row>,
+) -> Result<(), String> {
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    let (snap, file) = encoded_snapshot(dir, true, opts.cli_size)?;
+    let elf = crate::example::fixture("example-t")?.elf;
+    let elf = elf.to_str().ok_or("ELF path")?;
+    let (pf, info) = (dir.join("c.pftrace"), dir.join("c.info"));
+    let (pf, info) = (
+        pf.to_str().ok_or("output path")?,
+        info.to_str().ok_or("output path")?,
+    );
+    let bytes = std::fs::metadata(&file).map_or(0, |m| m.len()) as usize;
+    for threads in [1, jobs] {
+        let n = threads.to_string();
+        let (mut decode, mut convert, mut peak) = (Duration::MAX, Duration::MAX, 0);
+        let mut insns = None;
+        for _ in 0..opts.runs.min(3) {
+            let (t, _, out) = run_child(&me, &["bench-decode"], &snap, &[&n], true, &[])?;
+            decode = decode.min(t);
+            insns = out.trim().parse().ok();
+            let args = ["--elf", elf, "--perfetto", pf, "--lcov", info];
+            let (t, p, _) =
+                run_child(bin, &args, &snap, &[], false, &[("TRACE_CONVERT_JOBS", &n)])?;
+            convert = convert.min(t);
+            peak = peak.max(p);
+        }
+        rows.push(Row {
+            what: format!("CLI convert to Perfetto + LCOV, {threads} thread(s)"),
+            bytes,
+            time: convert,
+            instructions: insns,
+            base: 0.0,
+            note: format!(
+                "{:.2}x the library decode of the file ({:.0} ms); peak RSS {:.1} MB",
+                convert.as_secs_f64() / decode.as_secs_f64(),
+                decode.as_secs_f64() * 1e3,
+                peak as f64 / 1e6
+            ),
+        });
+        if jobs == 1 {
+            break;
+        }
+    }
+    let _ = std::fs::remove_dir_all(snap);
     Ok(())
 }
 
