@@ -113,7 +113,7 @@ type EventBuf = Vec<(u64, Event)>;
 /// Events a chunk should give at most: chunks are cut smaller for traces
 /// with many events per byte (ETMv3 gives about one per instruction), so
 /// that the events held between the workers and the join stay bounded.
-const CHUNK_EVENTS: u64 = 128 << 10;
+const CHUNK_EVENTS: u64 = 64 << 10;
 /// Size of the first chunks, before the events per byte are known.
 const FIRST_CHUNK: u64 = 64 << 10;
 /// Smallest chunk the event count makes.
@@ -159,11 +159,13 @@ pub fn decode_capture_with(
 /// Spare event buffers shared with the workers: a chunk's events take
 /// megabytes, and fresh buffers would cost page faults on every chunk. The
 /// buffers kept hold at most `keep` events in all (a buffer keeps the
-/// capacity of its largest use), in at most `count` buffers. Enough are
-/// kept for every chunk in flight: buffers freed and grown again chunk
-/// after chunk leave the allocator's heaps holding far more than the live
-/// events (peak RSS 124–148 MB instead of 91–97 MB on a two-source
-/// capture on two threads).
+/// capacity of its largest use), in at most `count` buffers, the largest
+/// kept first. Enough are kept for every chunk in flight: buffers freed
+/// and grown again chunk after chunk leave the allocator's heaps holding
+/// far more than the live events (peak RSS 124–148 MB instead of 91–97 MB
+/// on a two-source capture on two threads), and are touched afresh (a
+/// 16 MiB ETMv3 capture on two threads took 174,000 page faults when
+/// small buffers held the places of large ones, 20,000 now).
 #[derive(Default)]
 struct Spare {
     bufs: Mutex<(Vec<EventBuf>, usize)>,
@@ -173,28 +175,45 @@ struct Spare {
 }
 
 impl Spare {
+    /// The largest spare buffer, with room for a chunk's events: one
+    /// that grew by doubling would have touched fresh pages on every
+    /// chunk (reserving touches none).
     fn take(&self) -> EventBuf {
-        self.bufs
+        let mut v = self
+            .bufs
             .lock()
             .ok()
             .and_then(|mut p| {
-                let v = p.0.pop()?;
+                let (i, _) = p.0.iter().enumerate().max_by_key(|(_, b)| b.capacity())?;
+                let v = p.0.swap_remove(i);
                 p.1 -= v.capacity();
                 Some(v)
             })
-            .unwrap_or_default()
+            .unwrap_or_default();
+        let want = usize::try_from(CHUNK_EVENTS).unwrap_or(0);
+        v.reserve_exact(want.saturating_sub(v.len()));
+        v
     }
 
+    /// Keep `v` for later chunks, the largest first: a small buffer in
+    /// the pool's place would leave a large one to be freed and its pages
+    /// touched again for the next chunk.
     fn give(&self, v: impl IntoIterator<Item = EventBuf>) {
         if let Ok(mut pool) = self.bufs.lock() {
             for mut e in v {
-                if e.capacity() > 0
-                    && pool.1 + e.capacity() <= self.keep
-                    && pool.0.len() < self.count
-                {
-                    e.clear();
-                    pool.1 += e.capacity();
-                    pool.0.push(e);
+                if e.capacity() == 0 {
+                    continue;
+                }
+                e.clear();
+                pool.1 += e.capacity();
+                pool.0.push(e);
+                while pool.1 > self.keep || pool.0.len() > self.count {
+                    let Some((i, _)) = pool.0.iter().enumerate().min_by_key(|(_, b)| b.capacity())
+                    else {
+                        break;
+                    };
+                    let small = pool.0.swap_remove(i);
+                    pool.1 -= small.capacity();
                 }
             }
         }

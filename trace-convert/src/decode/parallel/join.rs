@@ -409,35 +409,46 @@ fn deliver_in_order<F: FnMut(&Event) -> io::Result<()>>(
         }
         return;
     }
-    // Cursor per source: (list, position).
+    // Cursor per source: (list, position). An item belongs to one
+    // source, so keys never tie across sources: the source with the
+    // smallest next key runs on until it passes the others' next keys.
     let mut heads = vec![(0usize, 0usize); lists.len()];
-    let next = |heads: &[(usize, usize)], i: usize| -> Option<(u64, Event)> {
+    let key = |heads: &[(usize, usize)], i: usize| -> Option<u64> {
         let (b, p) = heads[i];
-        lists[i].get(b).and_then(|v| v.get(p)).copied()
+        lists[i].get(b).and_then(|v| v.get(p)).map(|(k, _)| *k)
     };
     loop {
         let mut best: Option<(u64, usize)> = None;
+        let mut others = u64::MAX;
         for i in 0..lists.len() {
-            if let Some((key, _)) = next(&heads, i) {
-                if best.is_none_or(|(k, _)| key < k) {
-                    best = Some((key, i));
+            if let Some(k) = key(&heads, i) {
+                match best {
+                    Some((b, _)) if k >= b => others = others.min(k),
+                    _ => {
+                        if let Some((b, _)) = best {
+                            others = others.min(b);
+                        }
+                        best = Some((k, i));
+                    }
                 }
             }
         }
-        let Some((key, i)) = best else {
+        let Some((_, i)) = best else {
             return;
         };
-        while let Some((k, e)) = next(&heads, i) {
-            if k != key {
+        let (b, p) = &mut heads[i];
+        while let Some(run) = lists[i].get(*b) {
+            let rest = run.get(*p..).unwrap_or(&[]);
+            let n = rest.iter().take_while(|(k, _)| *k < others).count();
+            for (_, e) in &rest[..n] {
+                sink.deliver(e);
+            }
+            *p += n;
+            if *p < run.len() {
                 break;
             }
-            sink.deliver(&e);
-            let (b, p) = &mut heads[i];
-            *p += 1;
-            if *p == lists[i][*b].len() {
-                *b += 1;
-                *p = 0;
-            }
+            *b += 1;
+            *p = 0;
         }
     }
 }
