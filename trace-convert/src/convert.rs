@@ -200,6 +200,10 @@ pub struct ConvertReport {
     pub ids: BTreeMap<u8, IdReport>,
     /// Call-stack reconstruction counters.
     pub stacks: StackStats,
+    /// Whether call stacks were built: not when every sink takes plain
+    /// events only (LCOV, saved events), which need neither stacks nor a
+    /// clock.
+    pub stacks_built: bool,
     /// Per configured trace ID: the packet parser's counters (bytes,
     /// packets, bytes skipped, errors), over every capture.
     pub parsed: BTreeMap<u8, trace_core::demux::SourceStats>,
@@ -263,6 +267,7 @@ impl<'a> Converter<'a> {
             },
             report: ConvertReport {
                 clock,
+                stacks_built: true,
                 ..ConvertReport::default()
             },
             began: false,
@@ -275,6 +280,10 @@ impl<'a> Converter<'a> {
     pub fn add_sink(&mut self, sink: Box<dyn Sink + 'a>) {
         let interest = sink.interest();
         self.every |= interest == Interest::Every;
+        // Stacks are built for a sink that is given them, or for the
+        // report when there is no sink at all.
+        self.report.stacks_built = interest != Interest::EventsOnly
+            || self.interests.iter().any(|i| *i != Interest::EventsOnly);
         if interest == Interest::EventsOnly && !self.batching {
             self.batching = true;
             self.batch.reserve_exact(BATCH);
@@ -335,6 +344,15 @@ impl<'a> Converter<'a> {
     /// A sink's output error, naming the sink, trace ID and offset.
     #[inline]
     pub fn event(&mut self, e: &Event, memory: Option<&dyn MemoryImage>) -> io::Result<()> {
+        if !self.report.stacks_built {
+            // Only sinks of plain events: no stacks, no clock.
+            if !self.began {
+                self.begin()?;
+            }
+            self.count(e);
+            self.last_offset[usize::from(e.id)] = e.offset;
+            return self.batch(e);
+        }
         if let EventKind::Range(r) = &e.kind {
             // The common case, a range that changes no frame; its thread
             // exists, so the run has begun.

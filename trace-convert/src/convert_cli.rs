@@ -531,22 +531,24 @@ fn print_summary(r: &ConvertReport) {
         }
         eprintln!("{line}");
     }
-    let s = r.stacks;
-    eprintln!(
-        "trace-convert: call stacks: {} calls, {} returns ({} unmatched, {} inferred callers), {} tail calls, {} resets at gaps, deepest {}{}",
-        s.calls,
-        s.returns,
-        s.unmatched_returns,
-        s.inferred,
-        s.tail_calls,
-        s.resets,
-        s.max_depth,
-        if s.dropped > 0 {
-            format!(", {} calls beyond the depth bound dropped", s.dropped)
-        } else {
-            String::new()
-        }
-    );
+    if r.stacks_built {
+        let s = r.stacks;
+        eprintln!(
+            "trace-convert: call stacks: {} calls, {} returns ({} unmatched, {} inferred callers), {} tail calls, {} resets at gaps, deepest {}{}",
+            s.calls,
+            s.returns,
+            s.unmatched_returns,
+            s.inferred,
+            s.tail_calls,
+            s.resets,
+            s.max_depth,
+            if s.dropped > 0 {
+                format!(", {} calls beyond the depth bound dropped", s.dropped)
+            } else {
+                String::new()
+            }
+        );
+    }
 }
 
 /// The header of a saved-events file for `input`.
