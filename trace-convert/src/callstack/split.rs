@@ -129,19 +129,7 @@ impl SplitCache {
                 let piece = if i == last {
                     Range { start, count, ..*r }
                 } else {
-                    Range {
-                        start,
-                        end,
-                        count,
-                        last_size,
-                        last: InsnClass::Other,
-                        link: false,
-                        ret: false,
-                        cond: false,
-                        executed: true,
-                        cycles: None,
-                        ..*r
-                    }
+                    inner_piece(r, start, end, count, last_size)
                 };
                 Event {
                     kind: EventKind::Range(piece),
@@ -150,6 +138,24 @@ impl SplitCache {
             })
             .collect();
         Pieces::Many(events.into_iter())
+    }
+}
+
+/// A piece of `r` before its last: `count` instructions from `start` to
+/// `end`, ending in a plain instruction that executed, with no cycles.
+fn inner_piece(r: &Range, start: u32, end: u32, count: u32, last_size: u8) -> Range {
+    Range {
+        start,
+        end,
+        count,
+        last_size,
+        last: InsnClass::Other,
+        link: false,
+        ret: false,
+        cond: false,
+        executed: true,
+        cycles: None,
+        ..*r
     }
 }
 
@@ -171,19 +177,7 @@ fn split(
         if addr < scope.lo || addr >= scope.hi {
             let next = symbols.inline_scope(addr);
             if next.chain != scope.chain && count > 0 {
-                out.push(Range {
-                    start,
-                    end: addr,
-                    count,
-                    last_size,
-                    last: InsnClass::Other,
-                    link: false,
-                    ret: false,
-                    cond: false,
-                    executed: true,
-                    cycles: None,
-                    ..*r
-                });
+                out.push(inner_piece(r, start, addr, count, last_size));
                 taken += count;
                 start = addr;
                 count = 0;
