@@ -633,6 +633,9 @@ pub fn convert_input(
                 by_id[usize::from(s.id)] = Arc::clone(m);
             }
         }
+        // The images as plain references, made once: a reference made from
+        // an `Arc<dyn _>` for every event reads the type's alignment first.
+        let by_id: Vec<&dyn MemoryImage> = by_id.iter().map(|m| &**m).collect();
         let mut bar = Progress::new(size, progress, &capture.path);
         let summary = dec::decode_capture(
             capture,
@@ -644,7 +647,7 @@ pub fn convert_input(
             },
             |e| {
                 bar.at(e.offset);
-                let mem = by_id.get(usize::from(e.id)).map_or(&*fallback, |m| &**m);
+                let mem = by_id.get(usize::from(e.id)).copied().unwrap_or(&*fallback);
                 conv.event(e, Some(mem))
             },
         )
