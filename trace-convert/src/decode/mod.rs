@@ -193,7 +193,12 @@ pub fn decode_sequential(
     mut memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
     mut each: impl FnMut(&Event) -> io::Result<()>,
 ) -> Result<DecodeSummary, ReadError> {
-    let mut decoders: Vec<Option<Decoder>> = (0..256).map(|_| None).collect();
+    // The decoders in order of first use, and per trace ID the index of
+    // its decoder (NO_DECODER: none). Looked up for every packet: a table
+    // of its own, not a flag inside each decoder, whose state the decoder
+    // has only just written.
+    let mut decoders: Vec<Decoder> = Vec::new();
+    let mut slot = [NO_DECODER; 256];
     let mut sink = Sink {
         counts: vec![SourceCounts::default(); 256],
         failure: None,
@@ -203,8 +208,8 @@ pub fn decode_sequential(
         for item in items {
             match item {
                 Item::Packet { id, offset, packet } => {
-                    let slot = &mut decoders[usize::from(*id)];
-                    let dec = match slot {
+                    let i = slot[usize::from(*id)];
+                    let dec = match decoders.get_mut(usize::from(i)) {
                         Some(d) => d,
                         None => {
                             let Some(src) = spec.source(*id) else {
@@ -212,13 +217,19 @@ pub fn decode_sequential(
                             };
                             let cfg = DecoderConfig::new(*id, &src.config()?)
                                 .with_etmccer(src.regs.etmccer);
-                            slot.insert(Decoder::new(cfg, memory(&src.name)))
+                            slot[usize::from(*id)] =
+                                u8::try_from(decoders.len()).unwrap_or(NO_DECODER);
+                            decoders.push(Decoder::new(cfg, memory(&src.name)));
+                            let Some(d) = decoders.last_mut() else {
+                                continue;
+                            };
+                            d
                         }
                     };
                     dec.push(*offset, packet, &mut |e| sink.on(&e));
                 }
                 Item::Error { id, error } => {
-                    if let Some(dec) = decoders[usize::from(*id)].as_mut() {
+                    if let Some(dec) = decoders.get_mut(usize::from(slot[usize::from(*id)])) {
                         dec.packet_error(error.offset(), &mut |e| sink.on(&e));
                     }
                 }
@@ -229,11 +240,14 @@ pub fn decode_sequential(
             .take()
             .map_or(Ok(()), |e| Err(ReadError::Output(e)))
     })?;
+    // Finished in trace ID order, as the sources are listed.
     let ids: Vec<u8> = (0u8..=255)
-        .filter(|&id| decoders[usize::from(id)].is_some())
+        .filter(|&id| slot[usize::from(id)] != NO_DECODER)
         .collect();
-    for dec in decoders.iter_mut().flatten() {
-        dec.finish(&mut |e| sink.on(&e));
+    for &id in &ids {
+        if let Some(dec) = decoders.get_mut(usize::from(slot[usize::from(id)])) {
+            dec.finish(&mut |e| sink.on(&e));
+        }
     }
     if let Some(e) = sink.failure.take() {
         return Err(ReadError::Output(e));
@@ -248,6 +262,10 @@ pub fn decode_sequential(
         bytes,
     })
 }
+
+/// "No decoder" in [`decode_sequential`]'s table (trace IDs are 7-bit, so
+/// there are at most 128 decoders).
+const NO_DECODER: u8 = u8::MAX;
 
 pub(crate) struct Sink<'a, F: FnMut(&Event) -> io::Result<()>> {
     /// Per trace ID.
