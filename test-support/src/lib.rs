@@ -42,6 +42,29 @@ pub fn corpus_fixtures() -> Option<PathBuf> {
     None
 }
 
+/// The names of the corpus programs in `dir` (see [`corpus_fixtures`])
+/// that have a file ending in `suffix` (`.flow`, `.cov.json`), sorted.
+///
+/// # Panics
+///
+/// When `dir` cannot be listed or holds no such file.
+#[must_use]
+pub fn corpus_programs(dir: &Path, suffix: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("the corpus fixtures can be listed")
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_suffix(suffix)
+                .map(str::to_owned)
+        })
+        .collect();
+    names.sort();
+    assert!(!names.is_empty(), "no {suffix} file in {}", dir.display());
+    names
+}
+
 /// `../shared/testdata/opencsd` beside the repository, whether or not it
 /// exists.
 #[must_use]

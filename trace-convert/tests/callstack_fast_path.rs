@@ -75,18 +75,7 @@ fn the_shortcut_equals_apply_on_every_corpus_program() {
     let Some(dir) = test_support::corpus_fixtures() else {
         return;
     };
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .expect("ls")
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()?
-                .strip_suffix(".flow")
-                .map(str::to_owned)
-        })
-        .collect();
-    names.sort();
-    assert!(!names.is_empty());
+    let names = test_support::corpus_programs(&dir, ".flow");
     let (mut total, mut quiet, mut inlined) = (0, 0, 0);
     for name in &names {
         let elf = dir.join(format!("{name}.elf"));

@@ -60,18 +60,7 @@ fn folded_stacks_match_the_emulator() {
     };
     let tmp = std::env::temp_dir().join(format!("tc-corpus-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("tmp");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .expect("ls")
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()?
-                .strip_suffix(".cov.json")
-                .map(str::to_owned)
-        })
-        .collect();
-    names.sort();
-    assert!(!names.is_empty());
+    let names = test_support::corpus_programs(&dir, ".cov.json");
     let mut failures = Vec::new();
     let mut compared = 0;
     for name in &names {
