@@ -7,51 +7,9 @@
 
 mod convert_common;
 
-use convert_common::{check_chrome, folded_map, resolve, run_with};
-use std::collections::BTreeMap;
-use std::path::Path;
-use trace_convert::convert::ConvertOptions;
-use trace_convert::folded::Weight;
-use trace_convert::input::flags::SourceFlags;
-use trace_convert::input::source::Protocol;
-use trace_convert::symbols::Symbolizer;
+use convert_common::{convert_trace, corpus_traces, folded_map, truth_stacks};
 use trace_core::memory::{MemoryMap, Space};
-use trace_encode::{encode_etm, encode_ptm, EtmOptions, Flow, PtmOptions, Trace};
-
-fn truth_stacks(cov: &Path) -> BTreeMap<String, u64> {
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(cov).expect("cov.json")).expect("json");
-    v["stacks"]
-        .as_object()
-        .expect("stacks")
-        .iter()
-        .map(|(k, w)| (k.clone(), w.as_u64().expect("count")))
-        .collect()
-}
-
-fn convert_trace(trace: &Trace, protocol: Protocol, elf: &Path, tmp: &Path) -> String {
-    let bin = tmp.join(format!("{}.bin", protocol.name()));
-    std::fs::write(&bin, &trace.bytes).expect("write capture");
-    let flags = SourceFlags {
-        protocol: Some(protocol),
-        etmcr: Some(trace.regs.etmcr),
-        etmccer: Some(trace.regs.etmccer),
-        etmidr: Some(trace.regs.etmidr),
-        ..SourceFlags::default()
-    };
-    let input = resolve(&bin, &flags);
-    let mut symbols = Symbolizer::from_elves(&[elf.to_path_buf()]).expect("symbols");
-    symbols.set_inline_scopes(false);
-    let out = run_with(
-        &input,
-        &symbols,
-        &[elf.to_path_buf()],
-        Weight::Instructions,
-        &ConvertOptions::default(),
-    );
-    check_chrome(&out.chrome);
-    out.folded
-}
+use trace_encode::Flow;
 
 #[test]
 fn folded_stacks_match_the_emulator() {
@@ -71,18 +29,8 @@ fn folded_stacks_match_the_emulator() {
         let mut mem = MemoryMap::new();
         mem.add_elf(&elf, Space::Any).expect("elf");
         let truth = truth_stacks(&dir.join(format!("{name}.cov.json")));
-        let mut traces = vec![(
-            Protocol::Etmv3,
-            encode_etm(&flow.items, &mem, &EtmOptions::default()).expect("etm encode"),
-        )];
-        if !name.ends_with("-m") {
-            traces.push((
-                Protocol::Ptm,
-                encode_ptm(&flow.items, &mem, &PtmOptions::default()).expect("ptm encode"),
-            ));
-        }
-        for (protocol, trace) in traces {
-            let got = folded_map(&convert_trace(&trace, protocol, &elf, &tmp));
+        for (protocol, trace) in corpus_traces(name, &flow, &mem) {
+            let got = folded_map(&convert_trace(&trace, protocol, &elf, &tmp, false));
             compared += 1;
             eprintln!(
                 "{name} {}: {} stacks, {} instructions",

@@ -15,19 +15,12 @@
 mod common_addr2line;
 mod convert_common;
 
-use convert_common::{check_chrome, folded_map, resolve, run_with};
+use convert_common::{convert_trace, corpus_traces, folded_map, truth_stacks};
 use object::{Object, ObjectSymbol};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use trace_convert::convert::ConvertOptions;
-use trace_convert::folded::Weight;
-use trace_convert::input::flags::SourceFlags;
-use trace_convert::input::source::Protocol;
-use trace_convert::symbols::Symbolizer;
 use trace_core::memory::{MemoryImage, MemoryMap, Space};
-use trace_encode::{
-    encode_etm, encode_ptm, Cond, EtmOptions, Flow, FlowItem, Isa, PtmOptions, Trace,
-};
+use trace_encode::{Cond, Flow, FlowItem, Isa};
 
 /// Function symbols as the truth tool takes them: `STT_FUNC` symbols not
 /// named `$...`, Thumb bit cleared, one per address (global before weak
@@ -228,42 +221,6 @@ fn chains_at(
         .collect()
 }
 
-fn truth_stacks(cov: &Path) -> BTreeMap<String, u64> {
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(cov).expect("cov.json")).expect("json");
-    v["stacks"]
-        .as_object()
-        .expect("stacks")
-        .iter()
-        .map(|(k, w)| (k.clone(), w.as_u64().expect("count")))
-        .collect()
-}
-
-fn convert(trace: &Trace, protocol: Protocol, elf: &Path, tmp: &Path, inline: bool) -> String {
-    let bin = tmp.join(format!("{}.bin", protocol.name()));
-    std::fs::write(&bin, &trace.bytes).expect("write capture");
-    let flags = SourceFlags {
-        protocol: Some(protocol),
-        etmcr: Some(trace.regs.etmcr),
-        etmccer: Some(trace.regs.etmccer),
-        etmidr: Some(trace.regs.etmidr),
-        ..SourceFlags::default()
-    };
-    let input = resolve(&bin, &flags);
-    let elves = [elf.to_path_buf()];
-    let mut symbols = Symbolizer::from_elves(&elves).expect("symbols");
-    symbols.set_inline_scopes(inline);
-    let out = run_with(
-        &input,
-        &symbols,
-        &elves,
-        Weight::Instructions,
-        &ConvertOptions::default(),
-    );
-    check_chrome(&out.chrome);
-    out.folded
-}
-
 fn differences(truth: &BTreeMap<String, u64>, got: &BTreeMap<String, u64>) -> String {
     truth
         .keys()
@@ -308,19 +265,9 @@ fn folded_stacks_with_inlined_frames_match_the_flow_and_addr2line() {
             "{name}: the walk gives the corpus' own stacks"
         );
         inlined_stacks += with_inline.len() - plain.len();
-        let mut traces = vec![(
-            Protocol::Etmv3,
-            encode_etm(&flow.items, &mem, &EtmOptions::default()).expect("etm encode"),
-        )];
-        if !name.ends_with("-m") {
-            traces.push((
-                Protocol::Ptm,
-                encode_ptm(&flow.items, &mem, &PtmOptions::default()).expect("ptm encode"),
-            ));
-        }
-        for (protocol, trace) in traces {
-            let got = folded_map(&convert(&trace, protocol, &elf, &tmp, true));
-            let without = folded_map(&convert(&trace, protocol, &elf, &tmp, false));
+        for (protocol, trace) in corpus_traces(name, &flow, &mem) {
+            let got = folded_map(&convert_trace(&trace, protocol, &elf, &tmp, true));
+            let without = folded_map(&convert_trace(&trace, protocol, &elf, &tmp, false));
             compared += 1;
             assert_eq!(
                 got.values().sum::<u64>(),

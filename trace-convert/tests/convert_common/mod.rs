@@ -9,9 +9,12 @@ use trace_convert::chrome::ChromeSink;
 use trace_convert::convert::{self, ConvertOptions, ConvertReport, Converter};
 use trace_convert::decode::ExtraMemory;
 use trace_convert::folded::{FoldedSink, Weight};
+use trace_convert::input::source::Protocol;
 use trace_convert::input::{self, flags::SourceFlags, Input};
 use trace_convert::sink::SharedBuffer;
 use trace_convert::symbols::Symbolizer;
+use trace_core::memory::MemoryMap;
+use trace_encode::{encode_etm, encode_ptm, EtmOptions, Flow, PtmOptions, Trace};
 
 /// The outputs of one conversion.
 pub struct Outputs {
@@ -130,4 +133,67 @@ pub fn folded_map(text: &str) -> BTreeMap<String, u64> {
         );
     }
     m
+}
+
+/// The stacks of a corpus program's `*.cov.json` (the emulator's truth),
+/// with their instruction counts.
+pub fn truth_stacks(cov: &Path) -> BTreeMap<String, u64> {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cov).expect("cov.json")).expect("json");
+    v["stacks"]
+        .as_object()
+        .expect("stacks")
+        .iter()
+        .map(|(k, w)| (k.clone(), w.as_u64().expect("count")))
+        .collect()
+}
+
+/// A corpus program's flow encoded as ETMv3, and as PTM unless it is an
+/// M-profile build (`-m`, whose trace is ETMv3 only).
+pub fn corpus_traces(name: &str, flow: &Flow, mem: &MemoryMap) -> Vec<(Protocol, Trace)> {
+    let mut traces = vec![(
+        Protocol::Etmv3,
+        encode_etm(&flow.items, mem, &EtmOptions::default()).expect("etm encode"),
+    )];
+    if !name.ends_with("-m") {
+        traces.push((
+            Protocol::Ptm,
+            encode_ptm(&flow.items, mem, &PtmOptions::default()).expect("ptm encode"),
+        ));
+    }
+    traces
+}
+
+/// Convert `trace` (written under `tmp`) with the symbols of `elf`,
+/// inlined frames on or off; check the Chrome JSON and return the folded
+/// stacks.
+pub fn convert_trace(
+    trace: &Trace,
+    protocol: Protocol,
+    elf: &Path,
+    tmp: &Path,
+    inline: bool,
+) -> String {
+    let bin = tmp.join(format!("{}.bin", protocol.name()));
+    std::fs::write(&bin, &trace.bytes).expect("write capture");
+    let flags = SourceFlags {
+        protocol: Some(protocol),
+        etmcr: Some(trace.regs.etmcr),
+        etmccer: Some(trace.regs.etmccer),
+        etmidr: Some(trace.regs.etmidr),
+        ..SourceFlags::default()
+    };
+    let input = resolve(&bin, &flags);
+    let elves = [elf.to_path_buf()];
+    let mut symbols = Symbolizer::from_elves(&elves).expect("symbols");
+    symbols.set_inline_scopes(inline);
+    let out = run_with(
+        &input,
+        &symbols,
+        &elves,
+        Weight::Instructions,
+        &ConvertOptions::default(),
+    );
+    check_chrome(&out.chrome);
+    out.folded
 }
