@@ -138,6 +138,25 @@ pub struct SourceStats {
     pub errors: u64,
 }
 
+/// The two packet crates' counters have the same fields.
+macro_rules! source_stats_from {
+    ($stats:ty) => {
+        impl From<$stats> for SourceStats {
+            fn from(s: $stats) -> SourceStats {
+                SourceStats {
+                    bytes: s.bytes_fed,
+                    in_packets: s.bytes_in_packets,
+                    packets: s.packets,
+                    skipped: s.bytes_skipped,
+                    errors: s.errors,
+                }
+            }
+        }
+    };
+}
+source_stats_from!(etm_packets::Stats);
+source_stats_from!(ptm_packets::Stats);
+
 /// Parsers are boxed: an ETMv3 parser carries its decode tables (about
 /// 1.7 KB), and the demultiplexer keeps a slot per trace ID.
 enum Parser {
@@ -159,22 +178,9 @@ impl Source {
     }
 
     fn stats(&self) -> SourceStats {
-        // The two crates' counters have the same fields.
-        macro_rules! convert {
-            ($s:expr) => {{
-                let s = $s;
-                SourceStats {
-                    bytes: s.bytes_fed,
-                    in_packets: s.bytes_in_packets,
-                    packets: s.packets,
-                    skipped: s.bytes_skipped,
-                    errors: s.errors,
-                }
-            }};
-        }
         match &self.parser {
-            Parser::Etm(p) => convert!(p.stats()),
-            Parser::Ptm(p) => convert!(p.stats()),
+            Parser::Etm(p) => p.stats().into(),
+            Parser::Ptm(p) => p.stats().into(),
         }
     }
 

@@ -102,21 +102,9 @@ impl PacketParser {
 
     /// The counters, as the demultiplexer reports them.
     pub(super) fn stats(&self) -> SourceStats {
-        macro_rules! convert {
-            ($s:expr) => {{
-                let s = $s;
-                SourceStats {
-                    bytes: s.bytes_fed,
-                    in_packets: s.bytes_in_packets,
-                    packets: s.packets,
-                    skipped: s.bytes_skipped,
-                    errors: s.errors,
-                }
-            }};
-        }
         match self {
-            PacketParser::Etm(p) => convert!(p.stats()),
-            PacketParser::Ptm(p) => convert!(p.stats()),
+            PacketParser::Etm(p) => p.stats().into(),
+            PacketParser::Ptm(p) => p.stats().into(),
         }
     }
 
