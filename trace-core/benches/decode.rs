@@ -77,28 +77,13 @@ fn bench(c: &mut Criterion) {
         .collect();
     let mem: Arc<MemoryMap> = Arc::new(memory(&dir));
     let source = SourceConfig::Ptm(cfg);
-    let run = |count: &mut u64| {
-        let mut d = Decoder::new(DecoderConfig::new(2, &source), mem.clone());
-        for (o, p) in &packets {
-            d.push(*o, p, &mut |e| {
-                if let EventKind::Range(r) = e.kind {
-                    *count += u64::from(r.count);
-                }
-            });
-        }
-        d.finish(&mut |_| {});
-    };
-    let mut insns = 0;
-    run(&mut insns);
+    let run = || instructions(2, &source, &mem, &packets);
+    let insns = run();
     assert_eq!(insns, 192_073 * COPIES as u64, "decoded instruction count");
     let mut g = c.benchmark_group("decode");
     g.throughput(Throughput::Elements(insns));
     g.bench_function("ptm_rstk_instructions", |b| {
-        b.iter(|| {
-            let mut n = 0;
-            run(&mut n);
-            black_box(n)
-        });
+        b.iter(|| black_box(run()));
     });
     g.bench_function("ptm_rstk_parse_and_decode", |b| {
         b.iter(|| {
@@ -169,29 +154,34 @@ fn bench_etm(c: &mut Criterion) {
         .map(|(o, p)| (o, AnyPacket::Etm(p)))
         .collect();
     let source = SourceConfig::Etm(cfg);
-    let run = |count: &mut u64| {
-        let mut d = Decoder::new(DecoderConfig::new(0x10, &source), mem.clone());
-        for (o, p) in &packets {
-            d.push(*o, p, &mut |e| {
-                if let EventKind::Range(r) = e.kind {
-                    *count += u64::from(r.count);
-                }
-            });
-        }
-        d.finish(&mut |_| {});
-    };
-    let mut insns = 0;
-    run(&mut insns);
+    let run = || instructions(0x10, &source, &mem, &packets);
+    let insns = run();
     let mut g = c.benchmark_group("decode");
     g.throughput(Throughput::Elements(insns));
     g.bench_function("etm_tc2_instructions", |b| {
-        b.iter(|| {
-            let mut n = 0;
-            run(&mut n);
-            black_box(n)
-        });
+        b.iter(|| black_box(run()));
     });
     g.finish();
+}
+
+/// Decode `packets` as source `id` and count the instructions.
+fn instructions(
+    id: u8,
+    source: &SourceConfig,
+    mem: &Arc<MemoryMap>,
+    packets: &[(u64, AnyPacket)],
+) -> u64 {
+    let mut count = 0u64;
+    let mut d = Decoder::new(DecoderConfig::new(id, source), mem.clone());
+    for (o, p) in packets {
+        d.push(*o, p, &mut |e| {
+            if let EventKind::Range(r) = e.kind {
+                count += u64::from(r.count);
+            }
+        });
+    }
+    d.finish(&mut |_| {});
+    count
 }
 
 criterion_group!(benches, bench, bench_etm);
