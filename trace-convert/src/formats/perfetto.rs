@@ -23,6 +23,9 @@
 //! let cpu = w.thread_track(1, 1, "cpu0")?;
 //! w.begin(cpu, 1_000, "main")?;
 //! w.instant(cpu, 1_500, "irq")?;
+//! let work = w.name("work")?; // looked up once, used many times
+//! w.begin_named(cpu, 1_600, work)?;
+//! w.end(cpu, 1_700)?;
 //! w.end(cpu, 2_000)?;
 //! let bytes = w.finish()?;
 //! assert!(!bytes.is_empty());
@@ -114,9 +117,10 @@ mod proto {
 /// The sequence ID of every packet this writer emits.
 const SEQUENCE_ID: u64 = 1;
 
-/// Track UUIDs are this base plus the track's index (any 64-bit values
-/// unique in the trace will do).
-const UUID_BASE: u64 = 0x4554_4D54_0000_0000;
+/// Track UUIDs are this base plus the track's index. Any 64-bit values
+/// unique in the trace will do, and every event names its track: small
+/// ones keep that to two bytes.
+const UUID_BASE: u64 = 1;
 
 /// The buffer is handed to the writer when it grows past this size.
 const FLUSH_AT: usize = 1 << 16;
@@ -132,6 +136,21 @@ impl TrackId {
     pub const fn uuid(self) -> u64 {
         UUID_BASE + self.0 as u64
     }
+}
+
+/// An event name interned in a [`PerfettoWriter`] by
+/// [`PerfettoWriter::name`]; pass it to the event methods of the writer
+/// that made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NameId(u64);
+
+/// An event's name: none, one to look up (and intern when new), or one
+/// already interned.
+#[derive(Debug, Clone, Copy)]
+enum EventName<'a> {
+    None,
+    Text(&'a str),
+    Interned(NameId),
 }
 
 /// What the writer remembers of a track.
@@ -280,7 +299,51 @@ impl<W: Write> PerfettoWriter<W> {
     pub fn begin(&mut self, track: TrackId, ts_ns: u64, name: &str) -> io::Result<()> {
         let st = self.slice_track(track, ts_ns)?;
         st.open += 1;
-        self.emit_event(track, ts_ns, proto::TYPE_SLICE_BEGIN, Some(name), None)
+        self.emit_event(
+            track,
+            ts_ns,
+            proto::TYPE_SLICE_BEGIN,
+            EventName::Text(name),
+            None,
+        )
+    }
+
+    /// The interned form of `name`, for [`begin_named`](Self::begin_named):
+    /// a caller that opens slices of a few names many times looks each
+    /// name up once. A new name is sent in a packet of its own.
+    ///
+    /// # Errors
+    ///
+    /// The error of the underlying writer.
+    pub fn name(&mut self, name: &str) -> io::Result<NameId> {
+        if let Some(&iid) = self.names.get(name) {
+            return Ok(NameId(iid));
+        }
+        self.start_packet(true);
+        let iid = self.intern(name);
+        self.end_packet()?;
+        Ok(NameId(iid))
+    }
+
+    /// [`begin`](Self::begin) with a name from [`name`](Self::name).
+    ///
+    /// # Errors
+    ///
+    /// As [`begin`](Self::begin); also `InvalidInput` for a name this
+    /// writer did not intern.
+    pub fn begin_named(&mut self, track: TrackId, ts_ns: u64, name: NameId) -> io::Result<()> {
+        if name.0 == 0 || name.0 > self.names.len() as u64 {
+            return Err(invalid("unknown interned name"));
+        }
+        let st = self.slice_track(track, ts_ns)?;
+        st.open += 1;
+        self.emit_event(
+            track,
+            ts_ns,
+            proto::TYPE_SLICE_BEGIN,
+            EventName::Interned(name),
+            None,
+        )
     }
 
     /// Close the latest open slice of `track` at `ts_ns`.
@@ -295,7 +358,7 @@ impl<W: Write> PerfettoWriter<W> {
             return Err(invalid("slice end on a track with no open slice"));
         }
         st.open -= 1;
-        self.emit_event(track, ts_ns, proto::TYPE_SLICE_END, None, None)
+        self.emit_event(track, ts_ns, proto::TYPE_SLICE_END, EventName::None, None)
     }
 
     /// A zero-duration event named `name` on `track` at `ts_ns`.
@@ -306,7 +369,13 @@ impl<W: Write> PerfettoWriter<W> {
     /// underlying writer.
     pub fn instant(&mut self, track: TrackId, ts_ns: u64, name: &str) -> io::Result<()> {
         self.slice_track(track, ts_ns)?;
-        self.emit_event(track, ts_ns, proto::TYPE_INSTANT, Some(name), None)
+        self.emit_event(
+            track,
+            ts_ns,
+            proto::TYPE_INSTANT,
+            EventName::Text(name),
+            None,
+        )
     }
 
     /// An integer counter value on a counter track.
@@ -321,7 +390,7 @@ impl<W: Write> PerfettoWriter<W> {
             track,
             ts_ns,
             proto::TYPE_COUNTER,
-            None,
+            EventName::None,
             Some(CounterValue::Int(value)),
         )
     }
@@ -337,7 +406,7 @@ impl<W: Write> PerfettoWriter<W> {
             track,
             ts_ns,
             proto::TYPE_COUNTER,
-            None,
+            EventName::None,
             Some(CounterValue::Double(value)),
         )
     }
@@ -359,7 +428,13 @@ impl<W: Write> PerfettoWriter<W> {
             let st = self.tracks[i];
             let track = TrackId(i as u32);
             for _ in 0..st.open {
-                self.emit_event(track, st.last_ts, proto::TYPE_SLICE_END, None, None)?;
+                self.emit_event(
+                    track,
+                    st.last_ts,
+                    proto::TYPE_SLICE_END,
+                    EventName::None,
+                    None,
+                )?;
             }
             self.tracks[i].open = 0;
         }
@@ -434,7 +509,7 @@ impl<W: Write> PerfettoWriter<W> {
         track: TrackId,
         ts_ns: u64,
         kind: u64,
-        name: Option<&str>,
+        name: EventName<'_>,
         value: Option<CounterValue>,
     ) -> io::Result<()> {
         // The common packet (no new name to intern, not the first packet,
@@ -442,8 +517,9 @@ impl<W: Write> PerfettoWriter<W> {
         // lengths worked out first: building it in nested buffers and
         // copying those had each copy wait on the bytes just stored.
         let iid = match name {
-            None => Some(None),
-            Some(n) => self.names.get(n).map(|&i| Some(i)),
+            EventName::None => Some(None),
+            EventName::Interned(n) => Some(Some(n.0)),
+            EventName::Text(n) => self.names.get(n).map(|&i| Some(i)),
         };
         if let (Some(iid), false, None | Some(CounterValue::Int(_))) = (iid, self.first, value) {
             let int = match value {
@@ -482,7 +558,11 @@ impl<W: Write> PerfettoWriter<W> {
         }
         self.start_packet(true);
         wire::uint(&mut self.packet, proto::PACKET_TIMESTAMP, ts_ns);
-        let iid = name.map(|n| self.intern(n));
+        let iid = match name {
+            EventName::None => None,
+            EventName::Interned(n) => Some(n.0),
+            EventName::Text(n) => Some(self.intern(n)),
+        };
         self.msg.clear();
         wire::uint(&mut self.msg, proto::EVENT_TYPE, kind);
         wire::uint(&mut self.msg, proto::EVENT_TRACK_UUID, track.uuid());
@@ -553,6 +633,16 @@ mod tests {
         assert!(w.track("u", Some(TrackId(99))).is_err(), "unknown parent");
         w.begin(t, 5, "open").expect("begin");
         assert_eq!(w.open_slices(t), 1);
+        let mut other = PerfettoWriter::new(Vec::new());
+        let foreign = other.name("a").and_then(|_| other.name("b")).expect("name");
+        assert!(
+            w.begin_named(t, 6, foreign).is_err(),
+            "name of another writer"
+        );
+        let open = w.name("open").expect("name");
+        assert_eq!(w.name("open").expect("name"), open, "interned once");
+        w.begin_named(t, 6, open).expect("begin by name");
+        assert_eq!(w.open_slices(t), 2);
         assert!(!w.finish().expect("finish").is_empty());
     }
 }

@@ -7,8 +7,8 @@
 //! appearance) holding a thread track per core. Timestamps are
 //! nanoseconds on the run's clock (see [`crate::clock`]).
 
-use crate::callstack::FastMap;
-use crate::formats::perfetto::{PerfettoWriter, TrackId};
+use crate::callstack::{FastMap, FuncId};
+use crate::formats::perfetto::{NameId, PerfettoWriter, TrackId};
 use crate::sink::{EventCtx, Interest, Output, RunInfo, Sink, ThreadKey};
 use std::io;
 use trace_core::event::{Event, EventKind};
@@ -21,7 +21,20 @@ struct Tracks {
 
 /// Writes a Perfetto trace.
 pub struct PerfettoSink<W: Output> {
+    /// Borrowed in place for each event: the writer is large, and moving
+    /// it out and back cost a copy per event.
     writer: Option<PerfettoWriter<W>>,
+    layout: Layout,
+    /// Per function name, its name interned in the writer.
+    iids: Vec<Option<NameId>>,
+}
+
+/// The processes and tracks declared so far.
+#[derive(Default)]
+struct Layout {
+    /// The thread of the latest event and its tracks (most events are on
+    /// the same thread as the one before).
+    last: Option<(ThreadKey, Tracks)>,
     pids: FastMap<Option<u32>, i32>,
     tracks: FastMap<ThreadKey, Tracks>,
     names: FastMap<u8, String>,
@@ -30,7 +43,7 @@ pub struct PerfettoSink<W: Output> {
 impl<W: Output> std::fmt::Debug for PerfettoSink<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PerfettoSink")
-            .field("tracks", &self.tracks.len())
+            .field("tracks", &self.layout.tracks.len())
             .finish_non_exhaustive()
     }
 }
@@ -40,13 +53,34 @@ impl<W: Output> PerfettoSink<W> {
     pub fn new(out: W) -> PerfettoSink<W> {
         PerfettoSink {
             writer: Some(PerfettoWriter::new(out)),
-            pids: FastMap::default(),
-            tracks: FastMap::default(),
-            names: FastMap::default(),
+            layout: Layout::default(),
+            iids: Vec::new(),
         }
     }
+}
 
-    fn tracks(&mut self, w: &mut PerfettoWriter<W>, thread: ThreadKey) -> io::Result<Tracks> {
+impl Layout {
+    fn tracks<W: Output>(
+        &mut self,
+        w: &mut PerfettoWriter<W>,
+        thread: ThreadKey,
+    ) -> io::Result<Tracks> {
+        if let Some((k, t)) = self.last {
+            if k == thread {
+                return Ok(t);
+            }
+        }
+        let t = self.declare(w, thread)?;
+        self.last = Some((thread, t));
+        Ok(t)
+    }
+
+    /// The tracks of `thread`, declared when new.
+    fn declare<W: Output>(
+        &mut self,
+        w: &mut PerfettoWriter<W>,
+        thread: ThreadKey,
+    ) -> io::Result<Tracks> {
         if let Some(t) = self.tracks.get(&thread) {
             return Ok(*t);
         }
@@ -89,7 +123,7 @@ impl<W: Output> Sink for PerfettoSink<W> {
 
     fn begin(&mut self, info: &RunInfo) -> io::Result<()> {
         for (id, name) in &info.sources {
-            self.names.insert(*id, name.clone());
+            self.layout.names.insert(*id, name.clone());
         }
         Ok(())
     }
@@ -109,32 +143,29 @@ impl<W: Output> Sink for PerfettoSink<W> {
         if ctx.closed.is_empty() && ctx.opened.is_empty() && instant.is_none() {
             return Ok(());
         }
-        let Some(mut w) = self.writer.take() else {
+        let Some(w) = self.writer.as_mut() else {
             return Err(io::Error::other("perfetto output already finished"));
         };
-        let result = (|| {
-            let t = self.tracks(&mut w, ctx.thread)?;
-            let ts = ctx.clock.nanos(ctx.time);
-            for _ in ctx.closed {
-                w.end(t.slices, ts)?;
-            }
-            if let Some(name) = &instant {
-                w.instant(t.slices, ts, name)?;
-            }
-            for f in ctx.opened {
-                w.begin(t.slices, ts, ctx.name(f))?;
-            }
-            if !ctx.closed.is_empty() || !ctx.opened.is_empty() {
-                w.counter(
-                    t.depth,
-                    ts,
-                    i64::try_from(ctx.stack.len()).unwrap_or(i64::MAX),
-                )?;
-            }
-            Ok(())
-        })();
-        self.writer = Some(w);
-        result
+        let t = self.layout.tracks(w, ctx.thread)?;
+        let ts = ctx.clock.nanos(ctx.time);
+        for _ in ctx.closed {
+            w.end(t.slices, ts)?;
+        }
+        if let Some(name) = &instant {
+            w.instant(t.slices, ts, name)?;
+        }
+        for f in ctx.opened {
+            let name = name_id(&mut self.iids, w, f.func, ctx)?;
+            w.begin_named(t.slices, ts, name)?;
+        }
+        if !ctx.closed.is_empty() || !ctx.opened.is_empty() {
+            w.counter(
+                t.depth,
+                ts,
+                i64::try_from(ctx.stack.len()).unwrap_or(i64::MAX),
+            )?;
+        }
+        Ok(())
     }
 
     fn finish(mut self: Box<Self>, _info: &RunInfo) -> io::Result<()> {
@@ -143,4 +174,24 @@ impl<W: Output> Sink for PerfettoSink<W> {
             None => Ok(()),
         }
     }
+}
+
+/// The writer's interned name of function `func`, looked up by name once.
+#[inline]
+fn name_id<W: Output>(
+    iids: &mut Vec<Option<NameId>>,
+    w: &mut PerfettoWriter<W>,
+    func: FuncId,
+    ctx: &EventCtx<'_>,
+) -> io::Result<NameId> {
+    let i = func.0 as usize;
+    if let Some(Some(id)) = iids.get(i) {
+        return Ok(*id);
+    }
+    let id = w.name(ctx.names.get(func))?;
+    if iids.len() <= i {
+        iids.resize(i + 1, None);
+    }
+    iids[i] = Some(id);
+    Ok(id)
 }
