@@ -5,7 +5,8 @@ Usage: perfetto_check.py TRACE_FILE [TRACE_PROCESSOR_SHELL]
 
 Checks, failing with exit status 1 and a message:
 - every packet is on one trusted sequence; the first one clears the
-  incremental state; every track event packet says it needs it;
+  incremental state; every packet that uses an interned name says it
+  needs that state;
 - every track is declared once before use; parents are declared tracks;
 - every interned name id resolves to a name sent earlier on the sequence;
 - per track, timestamps never go backwards, every slice end closes an open
@@ -93,8 +94,10 @@ def main():
             stacks[d.uuid] = []
         if p.HasField("track_event"):
             e = p.track_event
-            if not (p.sequence_flags & NEEDS) or not state_valid:
-                fail(f"packet {i}: event without valid incremental state")
+            if e.HasField("name_iid") and (
+                not (p.sequence_flags & NEEDS) or not state_valid
+            ):
+                fail(f"packet {i}: interned name without valid incremental state")
             if e.track_uuid not in tracks:
                 fail(f"packet {i}: event on undeclared track {e.track_uuid}")
             t = tracks[e.track_uuid]

@@ -9,8 +9,9 @@
 //! that uses it, and referred to by number afterwards).
 //!
 //! All packets belong to one trusted packet sequence. The first packet
-//! clears the sequence's incremental state; every event packet says it
-//! needs it (the interned names). Timestamps are nanoseconds.
+//! clears the sequence's incremental state; every packet that uses an
+//! interned name says it needs that state (slice ends and counter values
+//! do not). Timestamps are nanoseconds.
 //!
 //! Output is gathered in an internal buffer and handed to the writer in
 //! large chunks; after the first use of each name and track nothing is
@@ -530,16 +531,20 @@ impl<W: Write> PerfettoWriter<W> {
                 + wire::uint_len(proto::EVENT_TRACK_UUID, track.uuid())
                 + iid.map_or(0, |i| wire::uint_len(proto::EVENT_NAME_IID, i))
                 + int.map_or(0, |v| wire::uint_len(proto::EVENT_COUNTER_VALUE, v));
-            let flags = proto::SEQ_NEEDS_INCREMENTAL_STATE;
+            // Only a packet that uses an interned name needs the
+            // sequence's incremental state.
+            let flags = iid.map(|_| proto::SEQ_NEEDS_INCREMENTAL_STATE);
             let packet = wire::uint_len(proto::PACKET_SEQUENCE_ID, SEQUENCE_ID)
-                + wire::uint_len(proto::PACKET_SEQUENCE_FLAGS, flags)
+                + flags.map_or(0, |f| wire::uint_len(proto::PACKET_SEQUENCE_FLAGS, f))
                 + wire::uint_len(proto::PACKET_TIMESTAMP, ts_ns)
                 + wire::len_head(proto::PACKET_TRACK_EVENT, msg)
                 + msg;
             let b = &mut self.buf;
             wire::head(b, proto::TRACE_PACKET, packet);
             wire::uint(b, proto::PACKET_SEQUENCE_ID, SEQUENCE_ID);
-            wire::uint(b, proto::PACKET_SEQUENCE_FLAGS, flags);
+            if let Some(f) = flags {
+                wire::uint(b, proto::PACKET_SEQUENCE_FLAGS, f);
+            }
             wire::uint(b, proto::PACKET_TIMESTAMP, ts_ns);
             wire::head(b, proto::PACKET_TRACK_EVENT, msg);
             wire::uint(b, proto::EVENT_TYPE, kind);
@@ -556,7 +561,7 @@ impl<W: Write> PerfettoWriter<W> {
             }
             return Ok(());
         }
-        self.start_packet(true);
+        self.start_packet(!matches!(name, EventName::None));
         wire::uint(&mut self.packet, proto::PACKET_TIMESTAMP, ts_ns);
         let iid = match name {
             EventName::None => None,
