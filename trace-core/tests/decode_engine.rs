@@ -752,3 +752,83 @@ fn lost_packets_forget_the_return_stack() {
         "no code decoded from a stale return address: {ev:?}"
     );
 }
+
+/// Run `ops` on `a`, handing the code cache between `a` and `b` before
+/// every operation (`b` runs them too, a step behind).
+fn run_swapping(a: &mut Decoder, b: &mut Decoder, ops: &[TraceOp]) -> (Vec<Event>, Vec<Event>) {
+    let (mut out_a, mut out_b) = (Vec::new(), Vec::new());
+    for (i, op) in ops.iter().enumerate() {
+        assert!(a.set_cache(b.take_cache()), "same image and settings");
+        a.run_op(i as u64, op, &mut |e| out_a.push(e));
+        assert!(b.set_cache(a.take_cache()));
+        b.run_op(i as u64, op, &mut |e| out_b.push(e));
+    }
+    a.finish(&mut |e| out_a.push(e));
+    b.finish(&mut |e| out_b.push(e));
+    (out_a, out_b)
+}
+
+#[test]
+fn moving_the_code_cache_between_decoders_changes_no_event() {
+    let image: Arc<dyn trace_core::memory::MemoryImage> = memory();
+    let ptm_cfg = DecoderConfig::new(
+        0x13,
+        &SourceConfig::Ptm(ptm_packets::Config::default().with_return_stack(true)),
+    );
+    let etm_cfg = DecoderConfig::new(0x10, &SourceConfig::Etm(etm_packets::Config::new()));
+    let etm_atoms = |count: u8, executed: u16| {
+        TraceOp::InsnAtoms(InsnAtoms {
+            count,
+            executed,
+            cycles: None,
+        })
+    };
+    let cases = [
+        (
+            ptm_cfg,
+            vec![
+                isync(0x1000, Isa::A32),
+                atoms("EEEE"),
+                atoms("ENEEE"),
+                isync(0x1004, Isa::A32),
+                atoms("EEN"),
+                atoms("EEEE"),
+                branch(0x2000, Isa::T32, 0),
+                atoms("E"),
+                branch(0x1000, Isa::A32, 0),
+                atoms("EENE"),
+            ],
+        ),
+        (
+            etm_cfg,
+            vec![
+                isync(0x1000, Isa::A32),
+                etm_atoms(5, 0b1_1111),
+                etm_atoms(3, 0b111),
+                etm_atoms(4, 0b1011),
+                etm_atoms(2, 0b11),
+                branch(0x1014, Isa::A32, 0),
+                isync(0x1004, Isa::A32),
+                etm_atoms(7, 0b101_1111),
+                etm_atoms(2, 0b11),
+                branch(0x2000, Isa::T32, 0),
+                etm_atoms(3, 0b111),
+            ],
+        ),
+    ];
+    for (cfg, ops) in cases {
+        let mut alone = Decoder::new(cfg, Arc::clone(&image));
+        let want = run(&mut alone, &ops);
+        assert!(ranges(&want).len() > 5, "the case walks code");
+        let mut a = Decoder::new(cfg, Arc::clone(&image));
+        let mut b = Decoder::new(cfg, Arc::clone(&image));
+        let (got_a, got_b) = run_swapping(&mut a, &mut b, &ops);
+        assert_eq!(got_a, want);
+        assert_eq!(got_b, want);
+        // A cache of another image is refused and changes nothing.
+        let mut c = Decoder::new(cfg, Arc::clone(&image));
+        let mut other = Decoder::new(cfg, memory());
+        assert!(!c.set_cache(other.take_cache()));
+        assert_eq!(run(&mut c, &ops), want);
+    }
+}

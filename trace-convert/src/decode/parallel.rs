@@ -33,6 +33,7 @@
 //! source's share of the chunk is then decoded again on the calling
 //! thread.
 
+mod caches;
 mod chunk;
 mod cuts;
 mod join;
@@ -41,6 +42,7 @@ mod parse;
 use super::{DecodeSummary, Sink, SourceCounts};
 use crate::input::source::CaptureSpec;
 use crate::packets::{demux_for, ReadError};
+use caches::Caches;
 use chunk::{run_chunk, ChunkDone, Memories, Shared, IDS};
 use cuts::{Layout, Reader, Window};
 use join::{Joiner, Truth};
@@ -296,6 +298,9 @@ pub fn decode_parallel(
         count: buffers,
         ..Spare::default()
     });
+    // About one code cache per worker and source (a chunk holds a few
+    // sources at most).
+    let caches = Arc::new(Caches::new(4 * jobs));
     let max_chunk = opts.part_bytes.max(1);
     let mut chunk_bytes = max_chunk.min(FIRST_CHUNK);
     // Bytes joined so far, and the densest chunk: its events and bytes.
@@ -350,18 +355,25 @@ pub fn decode_parallel(
                     .collect(),
             );
             for chunk in 0..window.chunks.len() {
-                let (tx, shared, memories, seeds, w, spare) = (
+                let (tx, shared, memories, seeds, w, spare, caches) = (
                     tx.clone(),
                     Arc::clone(&shared),
                     Arc::clone(&memories),
                     Arc::clone(&seeds),
                     Arc::clone(&window),
                     Arc::clone(&spare),
+                    Arc::clone(&caches),
                 );
                 let seq = next_seq;
                 pool.spawn(move || {
                     let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        run_chunk(&shared, &memories, &seeds, &w, chunk, || spare.take())
+                        let work = chunk::Work {
+                            shared: &shared,
+                            memories: &memories,
+                            seeds: &seeds,
+                            caches: &caches,
+                        };
+                        run_chunk(&work, &w, chunk, || spare.take())
                     }));
                     // Without a receiver the decode has already failed.
                     let _ = tx.send((seq, done.ok()));

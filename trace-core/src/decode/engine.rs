@@ -191,6 +191,43 @@ impl Engine {
         self.cache.len()
     }
 
+    /// Take the block cache out, leaving an empty one in its place; the
+    /// engine goes on as before (it finds its blocks again).
+    pub fn take_cache(&mut self) -> BlockCache {
+        let mut empty = BlockCache::default();
+        empty.barriers = self.cache.barriers;
+        self.forget_blocks();
+        std::mem::replace(&mut self.cache, empty)
+    }
+
+    /// Use `cache` (made for the same memory image and barrier setting)
+    /// instead of the engine's own.
+    pub fn set_cache(&mut self, cache: BlockCache) {
+        self.forget_blocks();
+        self.cache = cache;
+    }
+
+    /// Whether `mem` is this engine's memory image and `barriers` its
+    /// setting: a cache of one may go to the other.
+    pub fn same_code(&self, mem: &Arc<dyn MemoryImage>, barriers: bool) -> bool {
+        Arc::ptr_eq(&self.mem, mem) && self.cache.barriers == barriers
+    }
+
+    /// The engine's memory image.
+    pub fn memory(&self) -> &Arc<dyn MemoryImage> {
+        &self.mem
+    }
+
+    /// Drop every reference to a cached block (the PC's block and the
+    /// pending link); the PC's address and instruction set stay.
+    fn forget_blocks(&mut self) {
+        if let Some(pc) = self.pc.as_mut() {
+            pc.block = NONE;
+            pc.index = 0;
+        }
+        self.link = None;
+    }
+
     #[inline]
     fn space(&self) -> Space {
         if self.ns {

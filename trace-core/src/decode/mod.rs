@@ -157,6 +157,31 @@ impl Decoder {
         }
     }
 
+    /// Take out the decoder's cache of instructions decoded from its
+    /// memory image, leaving it an empty one (it goes on as before,
+    /// decoding them again when it needs them). Give the cache to another
+    /// decoder of the same image with [`Decoder::set_cache`] to spare it
+    /// that work: the parts of a trace decoded on one thread share one.
+    pub fn take_cache(&mut self) -> CodeCache {
+        CodeCache {
+            memory: Arc::clone(self.engine.memory()),
+            barriers: self.cfg.barrier_waypoints,
+            blocks: self.engine.take_cache(),
+        }
+    }
+
+    /// Use `cache` from [`Decoder::take_cache`] instead of this decoder's
+    /// own, when it was made for the same memory image (the same `Arc`)
+    /// and barrier setting; returns whether it was taken (otherwise it is
+    /// dropped). What the decoder emits does not depend on its cache.
+    pub fn set_cache(&mut self, cache: CodeCache) -> bool {
+        if !self.engine.same_code(&cache.memory, cache.barriers) {
+            return false;
+        }
+        self.engine.set_cache(cache.blocks);
+        true
+    }
+
     /// A decoder that joins a trace already under way at the I-sync
     /// `packet` (at `offset`), for decoding a trace in independent parts.
     /// `before` is the context the packets before the I-sync set
@@ -197,6 +222,37 @@ impl Decoder {
     /// entries pushed since the I-sync unless `prev`'s stack is empty.
     pub fn join(&mut self, prev: &Decoder) -> bool {
         self.cfg == prev.cfg && self.engine.join(&prev.engine)
+    }
+}
+
+/// Instructions a [`Decoder`] decoded from its memory image, moved from
+/// one decoder to another with [`Decoder::take_cache`] and
+/// [`Decoder::set_cache`].
+pub struct CodeCache {
+    memory: Arc<dyn MemoryImage>,
+    barriers: bool,
+    blocks: block::BlockCache,
+}
+
+impl std::fmt::Debug for CodeCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeCache")
+            .field("blocks", &self.blocks)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CodeCache {
+    /// Number of cached blocks.
+    #[must_use]
+    pub fn blocks(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Number of cached instructions (what its memory use follows).
+    #[must_use]
+    pub fn instructions(&self) -> usize {
+        self.blocks.arena.len()
     }
 }
 

@@ -14,6 +14,7 @@
 //! with the real parser's. The source's runs up to there are kept too, so
 //! that the join parses them without deformatting the chunk again.
 
+use super::caches::Caches;
 use super::cuts::{Layout, Window};
 use super::parse::{timestamp_of, Op, PacketParser};
 use super::EventBuf;
@@ -47,6 +48,17 @@ impl Shared {
     pub(super) fn source(&self, id: u8) -> Option<(SourceConfig, DecoderConfig)> {
         self.sources.get(usize::from(id)).copied().flatten()
     }
+}
+
+/// What a worker is given along with its chunk.
+pub(super) struct Work<'a> {
+    pub(super) shared: &'a Shared,
+    /// Memory images per trace ID, as known when the chunk was handed out.
+    pub(super) memories: &'a Memories,
+    /// Per trace ID, the timestamp base its parser starts from.
+    pub(super) seeds: &'a [Option<u64>],
+    /// Code caches from earlier chunks.
+    pub(super) caches: &'a Caches,
 }
 
 /// Memory images per trace ID, as known when the chunk was handed out.
@@ -153,8 +165,9 @@ pub(super) fn key_of(run: Option<u64>, op: &Op) -> u64 {
 impl Lane {
     /// Feed one piece of the source's payload; `run` as for [`key_of`],
     /// `at` the piece's end as [`Stitch::at`] counts it.
-    fn piece(&mut self, offset: u64, data: &[u8], run: Option<u64>, at: u64) {
+    fn piece(&mut self, offset: u64, data: &[u8], run: Option<u64>, at: u64, caches: &Caches) {
         let Lane {
+            id,
             parser,
             phase,
             points,
@@ -185,7 +198,9 @@ impl Lane {
                         return;
                     };
                     let Some(mem) = memory.as_ref() else { return };
-                    if let Some(d) = Decoder::at_sync(*cfg, Arc::clone(mem), before, o, &packet) {
+                    if let Some(mut d) = Decoder::at_sync(*cfg, Arc::clone(mem), before, o, &packet)
+                    {
+                        caches.lend(*id, &mut d);
                         *decoder = Some(d);
                         found.push((key, op));
                         *phase = Phase::Found;
@@ -210,7 +225,12 @@ impl Lane {
         }
     }
 
-    fn done(self) -> LaneDone {
+    /// The lane's results; its decoder's code cache is kept for later
+    /// chunks (the decoder, should the join take it over, goes on without).
+    fn done(mut self, caches: &Caches) -> LaneDone {
+        if let Some(d) = self.decoder.as_mut() {
+            caches.keep(self.id, d);
+        }
         LaneDone {
             id: self.id,
             stitch: self.stitch,
@@ -226,13 +246,17 @@ impl Lane {
 
 /// Work one chunk of `window` from fresh state.
 pub(super) fn run_chunk(
-    shared: &Shared,
-    memories: &Memories,
-    seeds: &[Option<u64>],
+    work: &Work<'_>,
     window: &Window,
     chunk: usize,
     mut spare: impl FnMut() -> EventBuf,
 ) -> ChunkDone {
+    let Work {
+        shared,
+        memories,
+        seeds,
+        caches,
+    } = *work;
     let range = window.chunks.get(chunk).cloned().unwrap_or(0..0);
     let start = window.base + range.start as u64;
     let bytes = window.bytes.get(range.clone()).unwrap_or(&[]);
@@ -282,7 +306,7 @@ pub(super) fn run_chunk(
                     };
                     let end = (at + n).min(bytes.len());
                     let offset = start + at as u64;
-                    l.piece(offset, &bytes[at..end], None, start + end as u64);
+                    l.piece(offset, &bytes[at..end], None, start + end as u64, caches);
                     at = end;
                 }
             }
@@ -298,7 +322,7 @@ pub(super) fn run_chunk(
                         if l.phase != Phase::Decode {
                             l.runs.push((run_no, run));
                         }
-                        l.piece(run.offset, run.data(), Some(run_no), run_no);
+                        l.piece(run.offset, run.data(), Some(run_no), run_no, caches);
                     }
                     run_no += 1;
                 }
@@ -307,6 +331,6 @@ pub(super) fn run_chunk(
     }
     ChunkDone {
         id_at_start,
-        lanes: lanes.into_iter().map(Lane::done).collect(),
+        lanes: lanes.into_iter().map(|l| l.done(caches)).collect(),
     }
 }

@@ -287,7 +287,13 @@ impl<F: FnMut(&Event) -> io::Result<()>> Joiner<'_, '_, F> {
             fix_timestamps(l, &stitch.items[1..], diff);
             let worker = std::mem::replace(&mut l.done.parser, stitch.parser);
             self.truth.parsers[id] = Some(worker);
-            self.truth.decoders[id] = l.done.decoder.take();
+            // The worker's decoder goes on with the real one's code cache
+            // (its own went back to the workers).
+            let mut part = l.done.decoder.take();
+            if let (Some(p), Some(real)) = (part.as_mut(), self.truth.decoders[id].as_mut()) {
+                p.set_cache(real.take_cache());
+            }
+            self.truth.decoders[id] = part;
             l.mode = Mode::Accepted;
             return;
         }
