@@ -319,7 +319,7 @@ pub fn decode_parallel(
     let mut eof = false;
     let mut stats = ParallelStats::default();
     let mut sink = Sink {
-        counts: vec![SourceCounts::default(); 256],
+        counts: Box::new([SourceCounts::default(); 256]),
         failure: None,
         each: &mut each,
     };
