@@ -91,6 +91,18 @@ impl Hasher for KeyHasher {
     }
 }
 
+/// Slots of [`BlockCache`]'s direct-mapped front table.
+const FRONT_BITS: u32 = 12;
+
+/// A key no block has (keys use 35 bits).
+const NO_KEY: u64 = u64::MAX;
+
+/// The front table's slot of `key`.
+#[inline]
+fn front_slot(key: u64) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - FRONT_BITS)) as usize
+}
+
 /// Cache key of a block.
 #[inline]
 pub fn key(addr: u32, isa: Isa, space: Space) -> u64 {
@@ -111,6 +123,12 @@ pub struct BlockCache {
     /// The blocks.
     pub blocks: Vec<Block>,
     map: HashMap<u64, u32, BuildHasherDefault<KeyHasher>>,
+    /// Blocks found lately, one per slot of their key's hash, looked at
+    /// before `map`: a branch to an address from a packet or the return
+    /// stack has no successor link, and the map's lookup was a tenth of
+    /// decoding a PTM capture with the return stack. Empty until the
+    /// first block is built.
+    front: Vec<(u64, u32)>,
     /// DMB/DSB are waypoints (PTM ETMCCER bit 24).
     pub barriers: bool,
     /// Times the cache was cleared: block numbers from before a clear are
@@ -144,20 +162,36 @@ impl BlockCache {
         self.alone.clear();
         self.blocks.clear();
         self.map.clear();
+        self.front.fill((NO_KEY, NONE));
         self.generation = self.generation.wrapping_add(1);
     }
 
     /// The block starting at `addr`, decoding it on first use.
     pub fn get(&mut self, mem: &dyn MemoryImage, addr: u32, isa: Isa, space: Space) -> u32 {
         let k = key(addr, isa, space);
-        if let Some(&b) = self.map.get(&k) {
-            return b;
+        let slot = front_slot(k);
+        if let Some(&(fk, b)) = self.front.get(slot) {
+            if fk == k {
+                return b;
+            }
         }
-        if self.arena.len() > MAX_CACHED_INSNS {
-            self.clear();
+        let b = match self.map.get(&k) {
+            Some(&b) => b,
+            None => {
+                if self.arena.len() > MAX_CACHED_INSNS {
+                    self.clear();
+                }
+                let b = self.build(mem, addr, isa, space);
+                self.map.insert(k, b);
+                b
+            }
+        };
+        if self.front.is_empty() {
+            self.front = vec![(NO_KEY, NONE); 1 << FRONT_BITS];
         }
-        let b = self.build(mem, addr, isa, space);
-        self.map.insert(k, b);
+        if let Some(f) = self.front.get_mut(slot) {
+            *f = (k, b);
+        }
         b
     }
 
@@ -233,5 +267,59 @@ impl BlockCache {
             fall: NONE,
         });
         b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::{MemoryMap, Region};
+
+    /// 64 KiB of `B .` (A32 0xEAFFFFFE, ARM ARM A8.8.18): every
+    /// instruction is a block of its own.
+    fn branches() -> MemoryMap {
+        let code: Vec<u8> = std::iter::repeat_n(0xEAFF_FFFEu32.to_le_bytes(), 1 << 14)
+            .flatten()
+            .collect();
+        let n = code.len();
+        let mut map = MemoryMap::new();
+        if let Ok(r) = Region::new("code", 0, Space::Any, code.into(), 0, n) {
+            map.add(r);
+        }
+        map
+    }
+
+    fn start(c: &BlockCache, b: u32) -> Option<u32> {
+        let blk = c.blocks.get(b as usize)?;
+        c.arena.get(blk.first as usize).map(|i| i.addr)
+    }
+
+    #[test]
+    fn blocks_sharing_a_front_slot_are_told_apart() {
+        let mem = branches();
+        let key_at = |a: u32| key(a, Isa::A32, Space::Secure);
+        let a = 0x100;
+        let b = (0x104..0x1_0000)
+            .step_by(4)
+            .find(|&x| front_slot(key_at(x)) == front_slot(key_at(a)))
+            .expect("16 Ki addresses over 4 Ki slots collide");
+        let mut c = BlockCache::default();
+        let ba = c.get(&mem, a, Isa::A32, Space::Secure);
+        let bb = c.get(&mem, b, Isa::A32, Space::Secure);
+        assert_ne!(ba, bb);
+        assert_eq!(start(&c, ba), Some(a));
+        assert_eq!(start(&c, bb), Some(b));
+        // `b` took the slot; `a` is found again, not rebuilt.
+        assert_eq!(c.get(&mem, a, Isa::A32, Space::Secure), ba);
+        assert_eq!(c.get(&mem, b, Isa::A32, Space::Secure), bb);
+        assert_eq!(c.len(), 2);
+        // Another instruction set or space is another block.
+        let t = c.get(&mem, a, Isa::T32, Space::Secure);
+        let ns = c.get(&mem, a, Isa::A32, Space::NonSecure);
+        assert!(t != ba && ns != ba && t != ns);
+        // After a clear nothing old is returned.
+        c.clear();
+        let fresh = c.get(&mem, b, Isa::A32, Space::Secure);
+        assert_eq!((c.len(), start(&c, fresh)), (1, Some(b)));
     }
 }
