@@ -28,6 +28,22 @@ struct Pc {
     index: u32,
 }
 
+/// What the walk of a PTM block needs of its last instruction (the
+/// waypoint).
+#[derive(Debug, Clone, Copy)]
+struct Waypoint {
+    /// Taken target of a direct branch.
+    target: Option<(u32, Isa)>,
+    /// Indirect branch or exception return.
+    indirect: bool,
+    /// Branch with link.
+    link: bool,
+    /// Its address.
+    addr: u32,
+    /// The address after it (the return address of a link).
+    after: u32,
+}
+
 /// The engine state of one trace source.
 pub struct Engine {
     id: u8,
@@ -493,27 +509,31 @@ impl Engine {
         executed: bool,
         cycles: Option<u32>,
         out: &mut F,
-    ) -> Option<(Pc, CInsn, u32)> {
+    ) -> Option<(Pc, Waypoint, u32)> {
         let mut pc = self.pc?;
         let b = self.block_at(&mut pc);
-        let blk = self.cache.blocks[b as usize];
-        if blk.end != BlockEnd::Waypoint {
-            self.block_error(offset, blk.end, pc.addr, out);
+        let space = self.space();
+        // Fields are read where they lie: a copy of the whole block or
+        // instruction went through the stack, and reading parts of it
+        // back waited for the copy's stores.
+        let blk = &self.cache.blocks[b as usize];
+        let (end, end_addr, len) = (blk.end, blk.end_addr, blk.len);
+        if end != BlockEnd::Waypoint {
+            self.block_error(offset, end, pc.addr, out);
             return None;
         }
-        let last = self.cache.arena[(blk.first + blk.len - 1) as usize];
-        let mut r = range_of(
-            &last,
-            blk.len,
-            pc.addr,
-            pc.isa,
-            executed,
-            cycles,
-            self.space(),
-        );
-        r.end = blk.end_addr;
+        let last = &self.cache.arena[(blk.first + len - 1) as usize];
+        let mut r = range_of(last, len, pc.addr, pc.isa, executed, cycles, space);
+        let wp = Waypoint {
+            target: last.target,
+            indirect: last.indirect,
+            link: last.link,
+            addr: last.addr,
+            after: last.addr.wrapping_add(u32::from(last.size)),
+        };
+        r.end = end_addr;
         out(self.ev(offset, EventKind::Range(r)));
-        Some((pc, last, b))
+        Some((pc, wp, b))
     }
 
     fn waypoint_atoms<F: FnMut(Event)>(
@@ -574,8 +594,7 @@ impl Engine {
                 }
             }
             if last.link && self.return_stack_on {
-                self.rstack
-                    .push(last.addr.wrapping_add(u32::from(last.size)), ret_isa);
+                self.rstack.push(last.after, ret_isa);
             }
         }
     }
@@ -591,8 +610,7 @@ impl Engine {
                     if let Some((pc, last, _)) = self.walk_to_waypoint(offset, true, b.cycles, out)
                     {
                         if last.link && self.return_stack_on {
-                            self.rstack
-                                .push(last.addr.wrapping_add(u32::from(last.size)), pc.isa);
+                            self.rstack.push(last.after, pc.isa);
                         }
                     }
                 }
