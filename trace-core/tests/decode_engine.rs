@@ -531,6 +531,39 @@ fn real_packets_lower_through_push() {
     for (i, p) in packets.iter().enumerate() {
         d.push(i as u64 * 10, &AnyPacket::Ptm(*p), &mut |e| ev.push(e));
     }
+    // Atom packets take a short cut through `push`: the same events as
+    // their operation run directly, also for an atom before any I-sync
+    // and several atoms with cycles.
+    let more = [
+        Packet::Atom {
+            atoms: Atoms::new(2, 0b01).unwrap(),
+            cycles: None,
+        },
+        Packet::ASync,
+        Packet::ISync(ISync {
+            address: 0x1000,
+            isa: PIsa::Arm,
+            reason: ISyncReason::Periodic,
+            ..ISync::default()
+        }),
+        Packet::Atom {
+            atoms: Atoms::new(4, 0b1101).unwrap(),
+            cycles: Some(4),
+        },
+        Packet::Atom {
+            atoms: Atoms::new(3, 0b111).unwrap(),
+            cycles: None,
+        },
+    ];
+    let (mut pushed, mut ran) = (ptm(true), ptm(true));
+    let (mut ev_pushed, mut ev_ran) = (Vec::new(), Vec::new());
+    for (i, p) in more.iter().enumerate() {
+        pushed.push(i as u64, &AnyPacket::Ptm(*p), &mut |e| ev_pushed.push(e));
+        let op = trace_core::decode::lower_ptm::lower(p);
+        ran.run_op(i as u64, &op, &mut |e| ev_ran.push(e));
+    }
+    assert!(ranges(&ev_ran).len() >= 5);
+    assert_eq!(ev_pushed, ev_ran);
     let r = ranges(&ev);
     assert_eq!(r.len(), 2);
     assert_eq!(

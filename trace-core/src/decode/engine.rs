@@ -681,6 +681,28 @@ impl Engine {
         });
     }
 
+    /// A PTM atom packet of `count` atoms whose E bits are `e_bits`: what
+    /// [`Engine::run`] does for [`TraceOp::WaypointAtoms`], with the
+    /// operation in registers (an operation built in memory and read back
+    /// at once made the reads wait for its stores).
+    #[inline]
+    pub fn run_waypoint_atoms<F: FnMut(Event)>(
+        &mut self,
+        offset: u64,
+        count: u8,
+        e_bits: u8,
+        cycles: Option<u32>,
+        out: &mut F,
+    ) {
+        if !self.started {
+            self.started = true;
+            out(self.ev(offset, EventKind::NoSync));
+        }
+        self.last_offset = offset;
+        self.flush(out);
+        self.waypoint_atoms(offset, count, e_bits, cycles, out);
+    }
+
     /// An ETMv3 P-header of `count` instructions whose E bits are
     /// `executed`, with, in cycle-accurate mode, the W atoms before the
     /// first instruction, before each later one and after the last one

@@ -113,6 +113,13 @@ impl Decoder {
                 .run_p_header(offset, count, executed, cycles, out);
             return;
         }
+        if let (AnyPacket::Ptm(ptm_packets::Packet::Atom { atoms, cycles }), SourceConfig::Ptm(_)) =
+            (packet, self.cfg.source)
+        {
+            self.engine
+                .run_waypoint_atoms(offset, atoms.len() as u8, atoms.e_bits(), *cycles, out);
+            return;
+        }
         let op = match (packet, self.cfg.source) {
             (AnyPacket::Ptm(p), SourceConfig::Ptm(_)) => lower_ptm::lower(p),
             (AnyPacket::Etm(p), SourceConfig::Etm(_)) => {
