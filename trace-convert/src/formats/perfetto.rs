@@ -298,15 +298,7 @@ impl<W: Write> PerfettoWriter<W> {
     /// `InvalidInput` for an unknown or counter track; the error of the
     /// underlying writer.
     pub fn begin(&mut self, track: TrackId, ts_ns: u64, name: &str) -> io::Result<()> {
-        let st = self.slice_track(track, ts_ns)?;
-        st.open += 1;
-        self.emit_event(
-            track,
-            ts_ns,
-            proto::TYPE_SLICE_BEGIN,
-            EventName::Text(name),
-            None,
-        )
+        self.open_slice(track, ts_ns, EventName::Text(name))
     }
 
     /// The interned form of `name`, for [`begin_named`](Self::begin_named):
@@ -336,15 +328,13 @@ impl<W: Write> PerfettoWriter<W> {
         if name.0 == 0 || name.0 > self.names.len() as u64 {
             return Err(invalid("unknown interned name"));
         }
+        self.open_slice(track, ts_ns, EventName::Interned(name))
+    }
+
+    fn open_slice(&mut self, track: TrackId, ts_ns: u64, name: EventName<'_>) -> io::Result<()> {
         let st = self.slice_track(track, ts_ns)?;
         st.open += 1;
-        self.emit_event(
-            track,
-            ts_ns,
-            proto::TYPE_SLICE_BEGIN,
-            EventName::Interned(name),
-            None,
-        )
+        self.emit_event(track, ts_ns, proto::TYPE_SLICE_BEGIN, name, None)
     }
 
     /// Close the latest open slice of `track` at `ts_ns`.

@@ -271,11 +271,7 @@ impl Engine {
 
     /// Run one operation.
     pub fn run<F: FnMut(Event)>(&mut self, offset: u64, op: &TraceOp, out: &mut F) {
-        if !self.started {
-            self.started = true;
-            out(self.ev(offset, EventKind::NoSync));
-        }
-        self.last_offset = offset;
+        self.enter(offset, out);
         match *op {
             TraceOp::InsnAtoms(a) => {
                 self.insn_atoms(offset, a, out);
@@ -694,11 +690,7 @@ impl Engine {
         cycles: Option<u32>,
         out: &mut F,
     ) {
-        if !self.started {
-            self.started = true;
-            out(self.ev(offset, EventKind::NoSync));
-        }
-        self.last_offset = offset;
+        self.enter(offset, out);
         self.flush(out);
         self.waypoint_atoms(offset, count, e_bits, cycles, out);
     }
@@ -717,12 +709,19 @@ impl Engine {
         cycles: Option<u32>,
         out: &mut F,
     ) {
+        self.enter(offset, out);
+        self.p_header(offset, count, executed, cycles, out);
+    }
+
+    /// What comes before every operation: the first one says the trace
+    /// starts unsynchronized, and each is the latest offset.
+    #[inline]
+    fn enter<F: FnMut(Event)>(&mut self, offset: u64, out: &mut F) {
         if !self.started {
             self.started = true;
             out(self.ev(offset, EventKind::NoSync));
         }
         self.last_offset = offset;
-        self.p_header(offset, count, executed, cycles, out);
     }
 
     /// [`TraceOp::InsnAtoms`].
