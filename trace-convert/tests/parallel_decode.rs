@@ -395,7 +395,10 @@ fn chunks_equal_one_decoder_on_a_formatted_capture_of_two_sources() {
             .iter()
             .any(|e| matches!(e.kind, EventKind::Timestamp { .. })));
         assert!(sum(&stats, |s| s.parts) > 0, "{stats:?}");
-        assert_eq!(stats[4].redone, 0, "{stats:?}");
+        // With the largest chunks most shares are taken over at the join
+        // (a share whose returns pop entries pushed before its chunk, from
+        // the PTM source's return stack, is decoded again).
+        assert!(2 * stats[4].redone <= stats[4].parts, "{stats:?}");
         // Damaged: bytes flipped and removed across frames.
         let damaged = edited_snapshot(&dir, &tmp.0.join("damaged"), |b| damage(b, 11));
         let input = resolve(&damaged, &SourceFlags::default()).unwrap();

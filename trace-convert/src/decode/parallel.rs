@@ -117,7 +117,7 @@ type EventBuf = Vec<(u64, Event)>;
 /// that the events held between the workers and the join stay bounded.
 const CHUNK_EVENTS: u64 = 64 << 10;
 /// Size of the first chunks, before the events per byte are known.
-const FIRST_CHUNK: u64 = 64 << 10;
+const FIRST_CHUNK: u64 = 16 << 10;
 /// Smallest chunk the event count makes.
 const MIN_CHUNK: u64 = 16 << 10;
 /// Raw input: how far past a nominal cut to look for an A-sync, at most.
