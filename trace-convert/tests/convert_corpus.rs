@@ -7,9 +7,7 @@
 
 mod convert_common;
 
-use convert_common::{convert_trace, corpus_traces, folded_map, truth_stacks};
-use trace_core::memory::{MemoryMap, Space};
-use trace_encode::Flow;
+use convert_common::{convert_trace, corpus_program, corpus_traces, folded_map, truth_stacks};
 
 #[test]
 fn folded_stacks_match_the_emulator() {
@@ -22,12 +20,7 @@ fn folded_stacks_match_the_emulator() {
     let mut failures = Vec::new();
     let mut compared = 0;
     for name in &names {
-        let elf = dir.join(format!("{name}.elf"));
-        let flow =
-            Flow::parse(&std::fs::read_to_string(dir.join(format!("{name}.flow"))).expect("flow"))
-                .expect("flow parses");
-        let mut mem = MemoryMap::new();
-        mem.add_elf(&elf, Space::Any).expect("elf");
+        let (elf, flow, mem) = corpus_program(&dir, name);
         let truth = truth_stacks(&dir.join(format!("{name}.cov.json")));
         for (protocol, trace) in corpus_traces(name, &flow, &mem) {
             let got = folded_map(&convert_trace(&trace, protocol, &elf, &tmp, false));

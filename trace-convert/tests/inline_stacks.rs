@@ -15,7 +15,7 @@
 mod common_addr2line;
 mod convert_common;
 
-use convert_common::{convert_trace, corpus_traces, folded_map, truth_stacks};
+use convert_common::{convert_trace, corpus_program, corpus_traces, folded_map, truth_stacks};
 use object::{Object, ObjectSymbol};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -250,12 +250,7 @@ fn folded_stacks_with_inlined_frames_match_the_flow_and_addr2line() {
     let mut failures = Vec::new();
     let (mut compared, mut inlined_stacks) = (0, 0);
     for name in &names {
-        let elf = dir.join(format!("{name}.elf"));
-        let flow =
-            Flow::parse(&std::fs::read_to_string(dir.join(format!("{name}.flow"))).expect("flow"))
-                .expect("flow parses");
-        let mut mem = MemoryMap::new();
-        mem.add_elf(&elf, Space::Any).expect("elf");
+        let (elf, flow, mem) = corpus_program(&dir, name);
         let fns = functions(&elf);
         let chains = chains_at(&elf, &fns, &positions(&flow));
         let (plain, with_inline) = truth(&flow, &fns, &mem, &chains);

@@ -13,7 +13,7 @@ use trace_convert::input::source::Protocol;
 use trace_convert::input::{self, flags::SourceFlags, Input};
 use trace_convert::sink::SharedBuffer;
 use trace_convert::symbols::Symbolizer;
-use trace_core::memory::MemoryMap;
+use trace_core::memory::{MemoryMap, Space};
 use trace_encode::{encode_etm, encode_ptm, EtmOptions, Flow, PtmOptions, Trace};
 
 /// The outputs of one conversion.
@@ -146,6 +146,18 @@ pub fn truth_stacks(cov: &Path) -> BTreeMap<String, u64> {
         .iter()
         .map(|(k, w)| (k.clone(), w.as_u64().expect("count")))
         .collect()
+}
+
+/// A corpus program of `dir`: its ELF's path, its flow (the emulator's
+/// truth) and its code as a memory image.
+pub fn corpus_program(dir: &Path, name: &str) -> (PathBuf, Flow, MemoryMap) {
+    let elf = dir.join(format!("{name}.elf"));
+    let flow =
+        Flow::parse(&std::fs::read_to_string(dir.join(format!("{name}.flow"))).expect("flow"))
+            .expect("flow parses");
+    let mut mem = MemoryMap::new();
+    mem.add_elf(&elf, Space::Any).expect("elf");
+    (elf, flow, mem)
 }
 
 /// A corpus program's flow encoded as ETMv3, and as PTM unless it is an
