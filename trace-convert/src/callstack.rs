@@ -841,6 +841,17 @@ fn pending_after(r: &Range) -> Pending {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Apply `e`, ranges through the short path first when `quick`.
+    fn feed_either(s: &mut CallStacks, e: &Event, quick: bool, sym: &Symbolizer) -> ThreadKey {
+        match (&e.kind, quick) {
+            (EventKind::Range(r), true) => match s.quiet_range(e.id, r, sym) {
+                Some(k) => k,
+                None => s.apply(e, 0, sym),
+            },
+            _ => s.apply(e, 0, sym),
+        }
+    }
     use trace_core::event::Isa;
     use trace_core::memory::Space;
 
@@ -1002,13 +1013,7 @@ mod tests {
         let sym = Symbolizer::with_functions(vec![f(0x100, 0x200, "outer")]);
         for quick in [false, true] {
             let mut s = CallStacks::default();
-            let feed = |s: &mut CallStacks, e: &Event| match (&e.kind, quick) {
-                (EventKind::Range(r), true) => match s.quiet_range(e.id, r, &sym) {
-                    Some(k) => k,
-                    None => s.apply(e, 0, &sym),
-                },
-                _ => s.apply(e, 0, &sym),
-            };
+            let feed = |s: &mut CallStacks, e: &Event| feed_either(s, e, quick, &sym);
             let k = feed(&mut s, &range(0x100, 5, InsnClass::Branch, true, false));
             feed(&mut s, &range(0x100, 1, InsnClass::Branch, false, false));
             assert_eq!(s.stack(k).len(), 2);
@@ -1046,13 +1051,7 @@ mod tests {
         );
         for quick in [false, true] {
             let mut s = CallStacks::default();
-            let feed = |s: &mut CallStacks, e: &Event| match (&e.kind, quick) {
-                (EventKind::Range(r), true) => match s.quiet_range(e.id, r, &sym) {
-                    Some(k) => k,
-                    None => s.apply(e, 0, &sym),
-                },
-                _ => s.apply(e, 0, &sym),
-            };
+            let feed = |s: &mut CallStacks, e: &Event| feed_either(s, e, quick, &sym);
             let k = feed(&mut s, &range(0x100, 4, InsnClass::Other, false, false));
             assert_eq!(names(&s, k), ["outer"]);
             // Sequential into `a`: not quiet, `a` opens.
