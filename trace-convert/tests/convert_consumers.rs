@@ -107,5 +107,40 @@ fn perfetto_schema_reads_the_trace() {
     let begins = chrome.matches(r#""ph":"B""#).count();
     assert!(begins > 11_000);
     assert_eq!(slices, begins);
+    // Each call-depth counter value is the number of slices open on its
+    // thread's track once that instant's changes are done, and no value
+    // repeats the one before it.
+    let mut checked = 0;
+    for (name, t) in tracks {
+        if t["kind"] != "counter" || !name.ends_with("call depth") {
+            continue;
+        }
+        let parent = t["parent"].as_str().expect("parent track");
+        let open_at = |ts: u64| {
+            tracks[parent]["slices"]
+                .as_array()
+                .expect("slices")
+                .iter()
+                .filter(|s| s[1].as_u64() <= Some(ts) && s[2].as_u64() > Some(ts))
+                .count()
+        };
+        let values: Vec<(u64, i64)> = t["counters"]
+            .as_array()
+            .expect("counters")
+            .iter()
+            .map(|c| (c[0].as_u64().expect("ts"), c[1].as_i64().expect("value")))
+            .collect();
+        for (i, &(ts, v)) in values.iter().enumerate() {
+            if let Some(&(next_ts, next_v)) = values.get(i + 1) {
+                assert_ne!(v, next_v, "{name}: depth {v} written twice in a row");
+                if next_ts == ts {
+                    continue;
+                }
+            }
+            assert_eq!(usize::try_from(v).ok(), Some(open_at(ts)), "{name} at {ts}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 1000, "{checked} depth values checked");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -17,6 +17,10 @@ use trace_core::event::{Event, EventKind};
 struct Tracks {
     slices: TrackId,
     depth: TrackId,
+    /// The call depth last written to `depth` (-1: none yet); a change
+    /// that leaves the depth as it was (a tail call, another chain of
+    /// inlined functions) writes no counter value.
+    shown: i64,
 }
 
 /// Writes a Perfetto trace.
@@ -64,15 +68,19 @@ impl Layout {
         &mut self,
         w: &mut PerfettoWriter<W>,
         thread: ThreadKey,
-    ) -> io::Result<Tracks> {
-        if let Some((k, t)) = self.last {
-            if k == thread {
-                return Ok(t);
+    ) -> io::Result<&mut Tracks> {
+        if !matches!(self.last, Some((k, _)) if k == thread) {
+            // The latest thread's tracks live in `last`: put them back.
+            if let Some((k, t)) = self.last.take() {
+                self.tracks.insert(k, t);
             }
+            let t = self.declare(w, thread)?;
+            self.last = Some((thread, t));
         }
-        let t = self.declare(w, thread)?;
-        self.last = Some((thread, t));
-        Ok(t)
+        self.last
+            .as_mut()
+            .map(|(_, t)| t)
+            .ok_or_else(|| io::Error::other("perfetto tracks missing"))
     }
 
     /// The tracks of `thread`, declared when new.
@@ -110,7 +118,11 @@ impl Layout {
         let slices = w.thread_track(pid, i32::from(thread.id), &tname)?;
         let depth =
             w.counter_track(&format!("{tname} call depth"), Some("frames"), Some(slices))?;
-        let t = Tracks { slices, depth };
+        let t = Tracks {
+            slices,
+            depth,
+            shown: -1,
+        };
         self.tracks.insert(thread, t);
         Ok(t)
     }
@@ -158,12 +170,10 @@ impl<W: Output> Sink for PerfettoSink<W> {
             let name = name_id(&mut self.iids, w, f.func, ctx)?;
             w.begin_named(t.slices, ts, name)?;
         }
-        if !ctx.closed.is_empty() || !ctx.opened.is_empty() {
-            w.counter(
-                t.depth,
-                ts,
-                i64::try_from(ctx.stack.len()).unwrap_or(i64::MAX),
-            )?;
+        let depth = i64::try_from(ctx.stack.len()).unwrap_or(i64::MAX);
+        if (!ctx.closed.is_empty() || !ctx.opened.is_empty()) && depth != t.shown {
+            w.counter(t.depth, ts, depth)?;
+            t.shown = depth;
         }
         Ok(())
     }
