@@ -6,14 +6,16 @@
 //! does), stacks that take the shortcut wherever it applies must equal,
 //! after every event, stacks that always take `apply`.
 
+mod convert_common;
+
 use std::sync::Arc;
 use trace_convert::callstack::{split, CallStacks, FrameKind};
 use trace_convert::symbols::Symbolizer;
 use trace_core::decode::{Decoder, DecoderConfig};
 use trace_core::demux::{AnyPacket, SourceConfig};
 use trace_core::event::{Event, EventKind};
-use trace_core::memory::{MemoryImage, MemoryMap, Space};
-use trace_encode::{encode_etm, encode_ptm, EtmOptions, Flow, PtmOptions};
+use trace_core::memory::MemoryImage;
+use trace_encode::{encode_etm, encode_ptm, EtmOptions, PtmOptions};
 
 fn decode(bytes: &[u8], source: &SourceConfig, mem: &Arc<dyn MemoryImage>) -> Vec<Event> {
     let mut d = Decoder::new(DecoderConfig::new(0x10, source), Arc::clone(mem));
@@ -78,12 +80,7 @@ fn the_shortcut_equals_apply_on_every_corpus_program() {
     let names = test_support::corpus_programs(&dir, ".flow");
     let (mut total, mut quiet, mut inlined) = (0, 0, 0);
     for name in &names {
-        let elf = dir.join(format!("{name}.elf"));
-        let flow =
-            Flow::parse(&std::fs::read_to_string(dir.join(format!("{name}.flow"))).expect("flow"))
-                .expect("flow parses");
-        let mut map = MemoryMap::new();
-        map.add_elf(&elf, Space::Any).expect("elf");
+        let (elf, flow, map) = convert_common::corpus_program(&dir, name);
         let symbols = Symbolizer::from_elves(std::slice::from_ref(&elf)).expect("symbols");
         let mut no_inline = Symbolizer::from_elves(std::slice::from_ref(&elf)).expect("symbols");
         no_inline.set_inline_scopes(false);

@@ -12,8 +12,7 @@ use trace_convert::convert::ConvertOptions;
 use trace_convert::folded::Weight;
 use trace_convert::input::flags::SourceFlags;
 use trace_convert::input::source::Protocol;
-use trace_core::memory::{MemoryMap, Space};
-use trace_encode::{encode_ptm, Flow, PtmOptions};
+use trace_encode::{encode_ptm, PtmOptions};
 
 #[test]
 fn exceptions_program_chrome_and_folded() {
@@ -28,10 +27,7 @@ fn exceptions_program_chrome_and_folded() {
         eprintln!("skipping: {} not found", elf.display());
         return;
     }
-    let flow = Flow::parse(&std::fs::read_to_string(dir.join("exceptions-a.flow")).expect("flow"))
-        .expect("flow parses");
-    let mut mem = MemoryMap::new();
-    mem.add_elf(&elf, Space::Any).expect("elf");
+    let (elf, flow, mem) = convert_common::corpus_program(&dir, "exceptions-a");
     let trace = encode_ptm(&flow.items, &mem, &PtmOptions::default()).expect("encode");
     let tmp = std::env::temp_dir().join(format!("tc-golden-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("tmp");
