@@ -73,6 +73,10 @@ pub struct Engine {
     /// Started at an I-sync in the middle of the trace: the state right
     /// after that I-sync, to be checked against the real one.
     entry: Option<FlowState>,
+    /// Marked at an I-sync after a warm-up ([`Engine::mark_share`]): the
+    /// return stack there, which must be the newest entries of the real
+    /// one.
+    warm: Option<ReturnStack>,
 }
 
 /// The engine state that decides what later operations emit, except the
@@ -134,6 +138,7 @@ impl Engine {
             link: None,
             cur_isa: Isa::A32,
             entry: None,
+            warm: None,
         }
     }
 
@@ -184,17 +189,43 @@ impl Engine {
     /// this engine's own return-stack entries unless `prev`'s stack was
     /// empty too (a pop of an empty stack gives the same result either
     /// way).
+    ///
+    /// After [`Engine::mark_share`], the return stack at the mark must
+    /// also be the newest entries of `prev`'s (all of them when the
+    /// warm-up saw the whole stack), and the rest of `prev`'s stack is the
+    /// base put beneath.
     pub fn join(&mut self, prev: &Engine) -> bool {
         let Some(entry) = self.entry else {
             return false;
         };
-        if entry != prev.flow_state() || (self.rstack.underflowed() && !prev.rstack.is_empty()) {
+        let base = match &self.warm {
+            None => prev.rstack,
+            Some(w) => match prev.rstack.beneath(w) {
+                Some(b) => b,
+                None => return false,
+            },
+        };
+        if entry != prev.flow_state() || (self.rstack.underflowed() && !base.is_empty()) {
             return false;
         }
-        self.rstack.rebase(&prev.rstack);
+        self.rstack.rebase(&base);
         self.ignored += prev.ignored;
         self.entry = None;
+        self.warm = None;
         true
+    }
+
+    /// Mark the state right after the I-sync just run as the start of a
+    /// share of the trace that [`Engine::join`] checks, for an engine that
+    /// has decoded some of the trace before it from an earlier I-sync (a
+    /// warm-up whose events are dropped). Its return stack holds the
+    /// entries pushed during the warm-up and not yet popped: the newest
+    /// entries of the real stack, so that returns to calls made in the
+    /// warm-up need no entry from before it.
+    pub fn mark_share(&mut self) {
+        self.entry = Some(self.flow_state());
+        self.warm = Some(self.rstack);
+        self.rstack.mark();
     }
 
     /// Packets that did not affect the flow (data trace, triggers, ...).
@@ -956,5 +987,44 @@ mod tests {
         assert!(part.join(&prev));
         assert_eq!(part.rstack.pop(), Some((0xA000, Isa::T32)));
         assert_eq!(part.rstack.pop(), Some((0x9000, Isa::A32)));
+    }
+
+    /// An engine warmed up from an earlier I-sync and marked at a later
+    /// one keeps the calls made in between: a return to one of them is
+    /// no longer a pop below its own entries.
+    #[test]
+    fn join_after_a_warm_up_keeps_its_calls() {
+        let warmed = |prev: &mut Engine| {
+            let mut part = engine();
+            part.start_at_sync(10, &sync(0x8000, None), Some(7), None);
+            // The warm-up saw a call (both stacks got its return address).
+            prev.rstack.push(0x9000, Isa::A32);
+            part.rstack.push(0x9000, Isa::A32);
+            prev.run(20, &TraceOp::Sync(sync(0x8100, None)), &mut |_| {});
+            part.run(20, &TraceOp::Sync(sync(0x8100, None)), &mut |_| {});
+            part.mark_share();
+            part
+        };
+        // The share returns from that call, then from an older one.
+        let (mut prev, _) = pair(Some(7), Some(7));
+        prev.rstack.push(0x7000, Isa::T32);
+        let mut part = warmed(&mut prev);
+        assert_eq!(part.rstack.pop(), Some((0x9000, Isa::A32)));
+        assert!(part.join(&prev), "the return's call was in the warm-up");
+        assert_eq!(part.rstack.pop(), Some((0x7000, Isa::T32)));
+        assert_eq!(part.rstack.pop(), None);
+        let mut part = warmed(&mut prev);
+        assert_eq!(part.rstack.pop(), Some((0x9000, Isa::A32)));
+        assert_eq!(part.rstack.pop(), None);
+        assert!(!part.join(&prev), "a return to a call before the warm-up");
+        // The real stack's newest entry is not the warm-up's call.
+        let mut part = warmed(&mut prev);
+        prev.rstack.push(0x6000, Isa::A32);
+        assert!(!part.join(&prev));
+        // Or its state after the I-sync differs.
+        let (mut prev, _) = pair(Some(7), Some(7));
+        let mut part = warmed(&mut prev);
+        prev.context_id = Some(8);
+        assert!(!part.join(&prev));
     }
 }

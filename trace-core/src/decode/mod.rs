@@ -227,8 +227,25 @@ impl Decoder {
     /// instruction set, security state, context, held-back event) with
     /// `prev`'s, and requires that no return-stack pop reached below the
     /// entries pushed since the I-sync unless `prev`'s stack is empty.
+    ///
+    /// A decoder marked with [`Decoder::mark_share`] is checked the same
+    /// way from its mark, and its return stack there must be the newest
+    /// entries of `prev`'s.
     pub fn join(&mut self, prev: &Decoder) -> bool {
         self.cfg == prev.cfg && self.engine.join(&prev.engine)
+    }
+
+    /// For a decoder made by [`Decoder::at_sync`] that has since run
+    /// packets up to and including a later I-sync, whose events were
+    /// dropped (a warm-up): make that I-sync the start of the share that
+    /// [`Decoder::join`] checks. The return addresses pushed during the
+    /// warm-up and not popped stay on the stack, so returns to them need
+    /// nothing from before the warm-up: with a return stack, a share
+    /// started at a bare I-sync is refused when a return pops an entry
+    /// pushed before it, and one with a warm-up only when the return's
+    /// call is older than the warm-up too.
+    pub fn mark_share(&mut self) {
+        self.engine.mark_share();
     }
 }
 

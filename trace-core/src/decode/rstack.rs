@@ -70,6 +70,34 @@ impl ReturnStack {
         self.peak = 0;
     }
 
+    /// Treat the entries held now as this stack's own from here on, for a
+    /// later [`rebase`](Self::rebase) onto what lies beneath them: pops
+    /// and depth are counted from this point.
+    pub fn mark(&mut self) {
+        self.underflow = false;
+        self.peak = self.len;
+    }
+
+    /// This stack without its newest entries, when those are `top`'s
+    /// entries: all of this stack's when `top` holds a whole stack (it
+    /// continues no unknown base), its newest ones otherwise. `None` when
+    /// they differ.
+    #[must_use]
+    pub fn beneath(&self, top: &ReturnStack) -> Option<ReturnStack> {
+        let n = top.len;
+        if n > self.len || (!top.based && n != self.len) {
+            return None;
+        }
+        let mut rest = *self;
+        for i in 0..n {
+            let want = top.entries[(top.top + DEPTH - 1 - i) % DEPTH];
+            if rest.pop() != Some(want) {
+                return None;
+            }
+        }
+        Some(rest)
+    }
+
     /// Whether a pop reached below this stack's own entries into the
     /// unknown base (the pop then returned `None`, which is right only if
     /// the base is empty).
@@ -217,5 +245,95 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A part started on an unknown base (a warm-up), then marked and run
+    /// on: at the mark its entries are the newest of the real stack's
+    /// (all of them once a clear or a full stack made the part whole), and
+    /// when no later pop reached below them into the rest, the part
+    /// rebased onto that rest equals the real stack.
+    #[test]
+    fn marked_parts_rebase_onto_the_entries_beneath_them() {
+        let mut x = 0x9e37_79b9_u32;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let mut checked = 0;
+        for _ in 0..3000 {
+            let mut real = ReturnStack::default();
+            for i in 0..next() % 20 {
+                real.push(0x1000 + i * 4, Isa::T32);
+            }
+            let mut part = ReturnStack::default();
+            part.continue_unknown();
+            let step = |real: &mut ReturnStack, part: &mut ReturnStack, k: u32, r: u32| match r % 16
+            {
+                0 => {
+                    real.clear();
+                    part.clear();
+                }
+                1..=5 => {
+                    part.pop();
+                    real.pop();
+                }
+                _ => {
+                    real.push(0x8000 + k * 4, Isa::A32);
+                    part.push(0x8000 + k * 4, Isa::A32);
+                }
+            };
+            for k in 0..next() % 30 {
+                step(&mut real, &mut part, k, next());
+            }
+            let at_mark = part;
+            part.mark();
+            let base = real
+                .beneath(&at_mark)
+                .expect("the warm-up's entries are the newest");
+            for k in 100..100 + next() % 30 {
+                let (want, got) = (real, part);
+                step(&mut real, &mut part, k, next());
+                // A pop of an own entry gives the real one.
+                if part.len() < got.len() && !part.underflowed() {
+                    assert_eq!(got.iter().last(), want.iter().last());
+                }
+            }
+            if !part.underflowed() || base.is_empty() {
+                part.rebase(&base);
+                assert_eq!(
+                    part.iter().collect::<Vec<_>>(),
+                    real.iter().collect::<Vec<_>>()
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 1000, "{checked}");
+    }
+
+    #[test]
+    fn beneath_needs_the_same_newest_entries() {
+        let mut real = ReturnStack::default();
+        real.push(0x10, Isa::A32);
+        real.push(0x20, Isa::A32);
+        let mut top = ReturnStack::default();
+        top.continue_unknown();
+        top.push(0x20, Isa::A32);
+        let rest = real.beneath(&top).expect("newest entry matches");
+        assert_eq!(rest.iter().collect::<Vec<_>>(), [(0x10, Isa::A32)]);
+        top.push(0x30, Isa::A32);
+        assert!(
+            real.beneath(&top).is_none(),
+            "0x30 is not on the real stack"
+        );
+        // A whole stack (no unknown base) must be all of the real one.
+        let mut whole = ReturnStack::default();
+        whole.push(0x20, Isa::A32);
+        assert!(real.beneath(&whole).is_none());
+        whole.clear();
+        whole.push(0x10, Isa::A32);
+        whole.push(0x20, Isa::A32);
+        assert!(real.beneath(&whole).is_some_and(|r| r.is_empty()));
     }
 }
