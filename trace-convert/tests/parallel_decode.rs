@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use trace_convert::decode::parallel::{decode_parallel, DecodeOptions, ParallelStats};
+use trace_convert::decode::parallel::{decode_parallel, DecodeOptions, ParallelStats, WarmUp};
 use trace_convert::decode::{
     decode_sequential, memory_for, write_event, DecodeSummary, EventFormat, ExtraMemory,
 };
@@ -67,6 +67,7 @@ fn options(jobs: usize, part_bytes: u64) -> DecodeOptions {
         min_parallel_bytes: 0,
         part_bytes,
         parts_per_job: 2,
+        warm_up: WarmUp::Auto,
     }
 }
 
@@ -78,6 +79,16 @@ fn check(
     spec: &CaptureSpec,
     runs: &[(u64, usize)],
 ) -> (Vec<Event>, DecodeSummary, Vec<ParallelStats>) {
+    check_with(input, spec, runs, WarmUp::Auto)
+}
+
+/// [`check`] with the return-stack warm-up set to `warm_up`.
+fn check_with(
+    input: &Input,
+    spec: &CaptureSpec,
+    runs: &[(u64, usize)],
+    warm_up: WarmUp,
+) -> (Vec<Event>, DecodeSummary, Vec<ParallelStats>) {
     let (want, want_summary) = sequential(input, spec);
     assert!(
         want.iter().any(|e| matches!(e.kind, EventKind::Range(_))),
@@ -87,9 +98,13 @@ fn check(
     let want_bytes = jsonl(&want);
     let mut all = Vec::new();
     for &(part_bytes, jobs) in runs {
-        let (got, summary, stats) = parallel(input, spec, &options(jobs, part_bytes));
+        let opts = DecodeOptions {
+            warm_up,
+            ..options(jobs, part_bytes)
+        };
+        let (got, summary, stats) = parallel(input, spec, &opts);
         eprintln!(
-            "{}: chunks of {part_bytes}, {jobs} jobs: {} events, {stats:?}",
+            "{}: chunks of {part_bytes}, {jobs} jobs, warm-up {warm_up:?}: {} events, {stats:?}",
             spec.path.display(),
             got.len()
         );
@@ -271,6 +286,8 @@ fn chunks_equal_one_decoder_on_damaged_captures() {
                 .fold((0, 0), |(s, e), (_, p)| (s + p.skipped, e + p.errors));
             assert!(skipped > 0 && errors > 0, "{name}: {summary:?}");
             assert!(sum(&stats, |s| s.parts) > 0, "{name}: {stats:?}");
+            // Warm-ups across damage (lost sync clears the stack).
+            check_with(&input, spec, &SIZES[2..6], WarmUp::Always);
         }
     }
 }
@@ -404,6 +421,33 @@ fn chunks_equal_one_decoder_on_a_formatted_capture_of_two_sources() {
         let input = resolve(&damaged, &SourceFlags::default()).unwrap();
         check(&input, &input.captures[0], &[(1, 2), (333, 3), (8192, 2)]);
     }
+}
+
+/// A share of the PTM source (return stack on) whose returns pop calls
+/// made before its chunk cannot be taken over and is decoded again; with
+/// the decoder warmed up on the bytes before each chunk, the calls made
+/// there are on its stack, and fewer shares are redone. The events are
+/// the one decoder's either way, with chunks down to one byte (whose
+/// warm-ups reach back into earlier windows).
+#[test]
+fn warmed_up_return_stacks_spare_redoing_shares() {
+    let tmp = TempDir::new("warm");
+    let dir = encoded_two_sources(&tmp.0, 64);
+    let input = resolve(&dir, &SourceFlags::default()).unwrap();
+    let spec = &input.captures[0];
+    let runs = [(1024, 2), (2048, 2), (4096, 3)];
+    let (_, _, cold) = check_with(&input, spec, &runs, WarmUp::Never);
+    let (_, _, warm) = check_with(&input, spec, &runs, WarmUp::Always);
+    // A warmed-up parser is in step from the chunk's start, so it may
+    // find a share's I-sync where a fresh one is still looking for an
+    // A-sync.
+    for (c, w) in cold.iter().zip(&warm) {
+        assert!(w.parts >= c.parts, "{c:?} {w:?}");
+    }
+    let (c, w) = (sum(&cold, |s| s.redone), sum(&warm, |s| s.redone));
+    assert!(c >= 5, "{cold:?}");
+    assert!(4 * w <= c, "{cold:?} {warm:?}");
+    check_with(&input, spec, &[(1, 2), (100, 3)], WarmUp::Always);
 }
 
 #[test]

@@ -13,12 +13,21 @@
 //! the items of that piece from the I-sync on, for the join to compare
 //! with the real parser's. The source's runs up to there are kept too, so
 //! that the join parses them without deformatting the chunk again.
+//!
+//! A PTM source with a return stack may be warmed up first
+//! ([`WarmUp`]): its parser and decoder then start in the bytes just
+//! before the chunk (the decoder at an I-sync there) and run, their events
+//! dropped, up to and including the chunk's first I-sync, which starts the
+//! share ([`Decoder::mark_share`]). The calls made in those bytes are then
+//! on the decoder's return stack, so returns to them do not stop the join
+//! from taking the share over.
 
 use super::caches::Caches;
 use super::cuts::{Layout, Window};
 use super::parse::{timestamp_of, Op, PacketParser};
-use super::EventBuf;
+use super::{EventBuf, WarmUp};
 use crate::decode::SourceCounts;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use trace_core::decode::{Decoder, DecoderConfig, SyncPoints};
 use trace_core::demux::SourceConfig;
@@ -42,11 +51,33 @@ pub(super) struct Shared {
     /// Per trace ID: the packet and decoder configurations of the source
     /// it would have (configured, or any ID's template).
     pub(super) sources: Vec<Option<(SourceConfig, DecoderConfig)>>,
+    /// Per trace ID: a share was decoded again because the worker's
+    /// decoder could not take over. From then on, a source with a return
+    /// stack is warmed up in every chunk (a return to a call made before
+    /// the share is what usually stops the take-over); before, the
+    /// warm-up's cost would buy nothing.
+    pub(super) redone: Vec<AtomicBool>,
+    /// When sources with a return stack are warmed up.
+    pub(super) warm_up: WarmUp,
 }
 
 impl Shared {
     pub(super) fn source(&self, id: u8) -> Option<(SourceConfig, DecoderConfig)> {
         self.sources.get(usize::from(id)).copied().flatten()
+    }
+
+    /// Whether source `id` is warmed up: it keeps a return stack and, by
+    /// default, one of its shares was redone.
+    fn warms(&self, id: u8) -> bool {
+        matches!(self.source(id), Some((SourceConfig::Ptm(c), _)) if c.return_stack())
+            && match self.warm_up {
+                WarmUp::Always => true,
+                WarmUp::Never => false,
+                WarmUp::Auto => self
+                    .redone
+                    .get(usize::from(id))
+                    .is_some_and(|r| r.load(Ordering::Relaxed)),
+            }
     }
 }
 
@@ -130,6 +161,8 @@ struct Lane {
     events: EventBuf,
     counts: SourceCounts,
     runs: Vec<(u64, Run)>,
+    /// The source has bytes in the chunk itself (not only in the warm-up).
+    in_chunk: bool,
 }
 
 /// Run `op` on `decoder`, keeping its events with `key` and counting them.
@@ -151,6 +184,14 @@ pub(super) fn run_op(
     }
 }
 
+/// Run `op` on `decoder`, dropping its events (a warm-up).
+fn run_quiet(decoder: &mut Decoder, op: Op) {
+    match op {
+        Op::Packet(offset, packet) => decoder.push(offset, &packet, &mut |_| {}),
+        Op::Error(offset) => decoder.packet_error(offset, &mut |_| {}),
+    }
+}
+
 /// The key of an item, for the order of events across sources: the
 /// number of its formatter run (a run holds one source's bytes), or in a
 /// raw stream (one source: only the order within it matters) its offset.
@@ -166,6 +207,7 @@ impl Lane {
     /// Feed one piece of the source's payload; `run` as for [`key_of`],
     /// `at` the piece's end as [`Stitch::at`] counts it.
     fn piece(&mut self, offset: u64, data: &[u8], run: Option<u64>, at: u64, caches: &Caches) {
+        self.in_chunk = true;
         let Lane {
             id,
             parser,
@@ -192,7 +234,18 @@ impl Lane {
         parser.feed(offset, data, |op| {
             let key = key_of(run, &op);
             match (*phase, decoder.as_mut()) {
-                (Phase::Seek, _) => {
+                (Phase::Seek, Some(d)) => {
+                    // Warmed up: the decoder goes on up to and including
+                    // the chunk's first I-sync, where the share starts.
+                    let sync = matches!(&op, Op::Packet(_, p) if points.observe(p).is_some());
+                    run_quiet(d, op);
+                    if sync {
+                        d.mark_share();
+                        found.push((key, op));
+                        *phase = Phase::Found;
+                    }
+                }
+                (Phase::Seek, None) => {
                     let Op::Packet(o, packet) = op else { return };
                     let Some(before) = points.observe(&packet) else {
                         return;
@@ -223,6 +276,41 @@ impl Lane {
             });
             self.phase = Phase::Decode;
         }
+    }
+
+    /// Feed one piece of the source's payload before the chunk: the
+    /// decoder starts at the first I-sync and runs the rest, its events
+    /// dropped, so that at the chunk's first I-sync its return stack holds
+    /// the calls made since (see [`Decoder::mark_share`]).
+    fn warm_piece(&mut self, offset: u64, data: &[u8], caches: &Caches) {
+        let Lane {
+            id,
+            parser,
+            points,
+            cfg,
+            memory,
+            decoder,
+            ..
+        } = self;
+        parser.feed(offset, data, |op| {
+            let sync = match &op {
+                Op::Packet(_, p) => points.observe(p),
+                Op::Error(_) => None,
+            };
+            match (decoder.as_mut(), sync, &op, memory.as_ref()) {
+                (Some(d), ..) => {
+                    run_quiet(d, op);
+                }
+                (None, Some(before), Op::Packet(o, packet), Some(mem)) => {
+                    if let Some(mut d) = Decoder::at_sync(*cfg, Arc::clone(mem), before, *o, packet)
+                    {
+                        caches.lend(*id, &mut d);
+                        *decoder = Some(d);
+                    }
+                }
+                _ => {}
+            }
+        });
     }
 
     /// The lane's results; its decoder's code cache is kept for later
@@ -288,10 +376,36 @@ pub(super) fn run_chunk(
             events,
             counts: SourceCounts::default(),
             runs: Vec::new(),
+            in_chunk: false,
         });
         slot[usize::from(id)] = lanes.len() - 1;
         Some(lanes.len() - 1)
     };
+    // Sources with a return stack first decode the bytes before the chunk.
+    if (0..=u8::MAX).any(|id| shared.warms(id)) {
+        let warm = window.warm_up(range.start, shared.layout);
+        match shared.layout {
+            Layout::Raw => {
+                if shared.warms(shared.raw_id) {
+                    if let Some(i) = lane(shared.raw_id, &mut lanes) {
+                        lanes[i].warm_piece(warm.offset, &warm.bytes, caches);
+                    }
+                }
+            }
+            Layout::Frames => {
+                let mut d = Deformatter::resume_memory(warm.offset, warm.id);
+                for ev in d.feed(&warm.bytes) {
+                    if let FrameEvent::Data(run) = ev {
+                        if shared.warms(run.id) {
+                            if let Some(i) = lane(run.id, &mut lanes) {
+                                lanes[i].warm_piece(run.offset, run.data(), caches);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
     let mut id_at_start = None;
     match shared.layout {
         Layout::Raw => {
@@ -331,6 +445,13 @@ pub(super) fn run_chunk(
     }
     ChunkDone {
         id_at_start,
-        lanes: lanes.into_iter().map(|l| l.done(caches)).collect(),
+        lanes: lanes
+            .into_iter()
+            .filter_map(|l| {
+                let in_chunk = l.in_chunk;
+                let done = l.done(caches);
+                in_chunk.then_some(done)
+            })
+            .collect(),
     }
 }

@@ -34,18 +34,65 @@ pub(super) struct Window {
     pub(super) chunks: Vec<Range<usize>>,
     /// Formatted input: the trace ID in force at `base`.
     pub(super) id_at_start: Option<u8>,
+    /// Up to [`WARM_UP`] bytes of the capture just before `base` (whole
+    /// frames in formatted input).
+    pub(super) before: Vec<u8>,
+    /// Formatted input: the trace ID in force at the start of `before`.
+    pub(super) id_before: Option<u8>,
+}
+
+/// Bytes before a chunk that a worker decodes to warm up the return stack
+/// of a source that has one (see `chunk`): a multiple of the frame size.
+pub(super) const WARM_UP: usize = 8 << 10;
+
+/// Bytes just before a chunk, for a warm-up.
+pub(super) struct WarmUp {
+    /// Offset in the capture of `bytes[0]`.
+    pub(super) offset: u64,
+    pub(super) bytes: Vec<u8>,
+    /// Formatted input: the trace ID in force at `offset`.
+    pub(super) id: Option<u8>,
 }
 
 impl Window {
     /// Formatted input: the trace ID in force at `bytes[at]` (a frame
     /// boundary), from the frames of this window before it.
     pub(super) fn id_at(&self, at: usize) -> Option<u8> {
-        self.bytes[..at.min(self.bytes.len())]
-            .chunks_exact(FRAME_SIZE)
-            .rev()
-            .find_map(|f| <&[u8; FRAME_SIZE]>::try_from(f).ok().and_then(id_after))
-            .or(self.id_at_start)
+        last_id(&self.bytes[..at.min(self.bytes.len())]).or(self.id_at_start)
     }
+
+    /// Up to [`WARM_UP`] bytes just before `bytes[at]`: from this window
+    /// and, reaching back further, the one before (in `layout`: the trace
+    /// ID is looked up in frames only).
+    pub(super) fn warm_up(&self, at: usize, layout: Layout) -> WarmUp {
+        let at = at.min(self.bytes.len());
+        let here = at.min(WARM_UP);
+        let back = (WARM_UP - here).min(self.before.len());
+        let earlier = self.before.len() - back;
+        let mut bytes = Vec::with_capacity(back + here);
+        bytes.extend_from_slice(&self.before[earlier..]);
+        bytes.extend_from_slice(&self.bytes[at - here..at]);
+        let id = if layout == Layout::Raw {
+            None
+        } else if back > 0 {
+            last_id(&self.before[..earlier]).or(self.id_before)
+        } else {
+            self.id_at(at - here)
+        };
+        WarmUp {
+            offset: self.base + at as u64 - bytes.len() as u64,
+            bytes,
+            id,
+        }
+    }
+}
+
+/// The last trace ID change in whole frames `bytes`, if any.
+fn last_id(bytes: &[u8]) -> Option<u8> {
+    bytes
+        .chunks_exact(FRAME_SIZE)
+        .rev()
+        .find_map(|f| <&[u8; FRAME_SIZE]>::try_from(f).ok().and_then(id_after))
 }
 
 /// Reads a capture in windows.
@@ -58,6 +105,10 @@ pub(super) struct Reader<R> {
     eof: bool,
     /// Formatted input: the trace ID in force at `offset`.
     id: Option<u8>,
+    /// The last bytes before `offset` (see [`Window::before`]), and the
+    /// trace ID in force at their start.
+    before: Vec<u8>,
+    id_before: Option<u8>,
     /// Bytes read so far.
     pub(super) read: u64,
 }
@@ -74,6 +125,8 @@ impl<R: Read> Reader<R> {
             offset: 0,
             eof: false,
             id: None,
+            before: Vec::new(),
+            id_before: None,
             read: 0,
         }
     }
@@ -155,7 +208,14 @@ impl<R: Read> Reader<R> {
             bytes,
             chunks: cuts,
             id_at_start: self.id,
+            before: std::mem::take(&mut self.before),
+            id_before: self.id_before,
         };
+        // The next window's warm-up bytes (whole frames: `end` is a frame
+        // boundary, and so is the start of every `before`).
+        let tail = window.warm_up(end, self.layout);
+        self.before = tail.bytes;
+        self.id_before = tail.id;
         if self.layout == Layout::Frames {
             self.id = window.id_at(end);
         }
@@ -229,6 +289,32 @@ mod tests {
                     }
                     assert_eq!(next, data.len() as u64, "{layout:?} {chunk} {scan}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn warm_ups_are_the_bytes_just_before_a_chunk() {
+        let data: Vec<u8> = (0..40_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for layout in [Layout::Raw, Layout::Frames] {
+            for chunk in [16, 1000, 5000, 20_000] {
+                let mut r = Reader::new(&data[..], layout);
+                let mut seen = 0;
+                while let Some(w) = r.next_window(chunk, 3, 0).expect("in memory") {
+                    for c in &w.chunks {
+                        let warm = w.warm_up(c.start, layout);
+                        let at = w.base as usize + c.start;
+                        let from = at.saturating_sub(WARM_UP);
+                        assert_eq!(warm.offset, from as u64, "{layout:?} {chunk} {at}");
+                        assert!(warm.bytes == data[from..at], "{layout:?} {chunk} {at}");
+                        let id = (layout == Layout::Frames)
+                            .then(|| last_id(&data[..from]))
+                            .flatten();
+                        assert_eq!(warm.id, id, "{layout:?} {chunk} {at}");
+                        seen += 1;
+                    }
+                }
+                assert!(seen >= 2, "{layout:?} {chunk}");
             }
         }
     }

@@ -238,7 +238,7 @@ impl<F: FnMut(&Event) -> io::Result<()>> Joiner<'_, '_, F> {
             }
         });
         if redone {
-            self.stats.redone += 1;
+            self.redone(id);
         }
     }
 
@@ -298,13 +298,22 @@ impl<F: FnMut(&Event) -> io::Result<()>> Joiner<'_, '_, F> {
             return;
         }
         if l.mode != Mode::Full {
-            self.stats.redone += 1;
+            self.redone(l.done.id);
         }
         l.mode = Mode::Full;
         if let Some(d) = self.truth.decoders[id].as_mut() {
             for (key, op) in l.tail.drain(..) {
                 run_op(d, key, op, &mut l.serial, &mut l.counts);
             }
+        }
+    }
+
+    /// Count a share of source `id` decoded again, and have its later
+    /// chunks warmed up ([`Shared::redone`]).
+    fn redone(&mut self, id: u8) {
+        self.stats.redone += 1;
+        if let Some(r) = self.shared.redone.get(usize::from(id)) {
+            r.store(true, std::sync::atomic::Ordering::Relaxed);
         }
     }
 
