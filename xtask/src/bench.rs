@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use trace_convert::decode::parallel::{decode_parallel, DecodeOptions};
+use trace_convert::decode::parallel::{decode_parallel, DecodeOptions, ParallelStats};
 use trace_convert::decode::{decode_sequential, memory_for, ExtraMemory};
 use trace_convert::input::source::CaptureSpec;
 use trace_convert::input::{flags::SourceFlags, resolve, Input};
@@ -215,7 +215,11 @@ fn etm_unit(capture: &[u8], id: u8) -> Vec<u8> {
 
 /// Decode a capture file with the library (all sources); returns
 /// instructions.
-fn decode_file(input: &Input, spec: &CaptureSpec, jobs: Option<usize>) -> Result<u64, String> {
+fn decode_file(
+    input: &Input,
+    spec: &CaptureSpec,
+    jobs: Option<usize>,
+) -> Result<(u64, Option<ParallelStats>), String> {
     let mut n = 0u64;
     let memory = |name: &str| -> Arc<dyn MemoryImage> {
         Arc::new(
@@ -231,13 +235,13 @@ fn decode_file(input: &Input, spec: &CaptureSpec, jobs: Option<usize>) -> Result
         }
         Ok(())
     };
-    match jobs {
-        None => decode_sequential(spec, memory, count).map(|_| ()),
+    let stats = match jobs {
+        None => decode_sequential(spec, memory, count).map(|_| None),
         Some(jobs) => decode_parallel(spec, memory, &DecodeOptions::with_jobs(jobs), count)
-            .map(|(_, stats)| eprintln!("{stats:?}")),
+            .map(|(_, stats)| Some(stats)),
     }
     .map_err(|e| e.to_string())?;
-    Ok(n)
+    Ok((n, stats))
 }
 
 /// A snapshot directory under `dir` whose capture is the corpus program
@@ -465,7 +469,7 @@ pub fn child(args: &[String]) -> Result<(), String> {
         .map_err(|e| format!("JOBS: {e}"))?;
     let input = resolve(Path::new(dir), &SourceFlags::default()).map_err(|e| e.to_string())?;
     let spec = input.captures.first().ok_or("no capture")?;
-    let n = decode_file(&input, spec, (jobs > 1).then_some(jobs))?;
+    let (n, stats) = decode_file(&input, spec, (jobs > 1).then_some(jobs))?;
     // CPU time of this (the calling) thread and of the whole process, in
     // clock ticks: how the work was spread over the threads.
     let ticks = |path: &str| {
@@ -481,6 +485,12 @@ pub fn child(args: &[String]) -> Result<(), String> {
         ticks("/proc/self/stat")
     );
     println!("{n}");
+    // Parallel: how many sources' shares of chunks the calling thread
+    // decoded again.
+    if let Some(s) = stats {
+        eprintln!("{s:?}");
+        println!("{} {}", s.redone, s.parts);
+    }
     Ok(())
 }
 
@@ -827,12 +837,17 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
             let mut time = Duration::MAX;
             let mut peak = 0;
             let mut insns = None;
+            let mut redone = String::new();
             for _ in 0..opts.runs.min(3) {
                 let n = threads.to_string();
                 let (t, p, out) = run_child(&me, &["bench-decode"], snap, &[&n], true, &[])?;
                 time = time.min(t);
                 peak = peak.max(p);
-                insns = out.trim().parse().ok();
+                let mut lines = out.lines();
+                insns = lines.next().and_then(|l| l.trim().parse().ok());
+                if let Some((r, parts)) = lines.next().and_then(|l| l.split_once(' ')) {
+                    redone = format!(", {r} of {parts} shares redone");
+                }
             }
             let speedup = match one {
                 Some(t1) if threads > 1 => {
@@ -850,7 +865,7 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
                 time,
                 instructions: insns,
                 base,
-                note: format!("peak RSS {:.1} MB{speedup}", peak as f64 / 1e6),
+                note: format!("peak RSS {:.1} MB{speedup}{redone}", peak as f64 / 1e6),
             });
         }
         // Gigabyte inputs: do not keep them all at once.

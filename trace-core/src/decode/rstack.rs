@@ -206,17 +206,21 @@ mod tests {
         assert!(part.underflowed());
     }
 
-    /// The same on pseudo-random sequences: whenever no pop reached below
-    /// the part's own entries, the rebased part equals the real stack.
-    #[test]
-    fn rebase_equals_running_on_the_base_for_random_sequences() {
-        let mut x = 0x1234_5678_u32;
-        let mut next = move || {
+    /// A xorshift generator of pseudo-random numbers from `x` (not 0).
+    fn xorshift(mut x: u32) -> impl FnMut() -> u32 {
+        move || {
             x ^= x << 13;
             x ^= x >> 17;
             x ^= x << 5;
             x
-        };
+        }
+    }
+
+    /// The same on pseudo-random sequences: whenever no pop reached below
+    /// the part's own entries, the rebased part equals the real stack.
+    #[test]
+    fn rebase_equals_running_on_the_base_for_random_sequences() {
+        let mut next = xorshift(0x1234_5678_u32);
         for _ in 0..3000 {
             let mut base = ReturnStack::default();
             for i in 0..next() % 20 {
@@ -254,13 +258,7 @@ mod tests {
     /// rebased onto that rest equals the real stack.
     #[test]
     fn marked_parts_rebase_onto_the_entries_beneath_them() {
-        let mut x = 0x9e37_79b9_u32;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x
-        };
+        let mut next = xorshift(0x9e37_79b9_u32);
         let mut checked = 0;
         for _ in 0..3000 {
             let mut real = ReturnStack::default();
