@@ -9,7 +9,12 @@
 //! buffer repeated as sessions (several sources, formatted). Throughput
 //! figures are the best of several runs; a plain byte sum over the same
 //! input, measured in the same run, is the baseline the ratios refer to.
-//! This is a measurement, not a test: nothing is asserted.
+//! The parallel rows say how many sources' chunk shares were decoded
+//! again on the calling thread; for the raw PTM file, as many one-thread
+//! decodes as threads are also run at once, whose combined throughput is
+//! the most the machine gives that many threads (the ceiling of the
+//! parallel speed-up). This is a measurement, not a test: nothing is
+//! asserted.
 //!
 //! Options: `--size-mb N` (size of the in-memory inputs, default 64),
 //! `--file-mb N` (size of the capture files that the library and the CLI
@@ -494,6 +499,31 @@ pub fn child(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// Wall time of `n` one-thread decodes of `snap` (`bench-decode` children
+/// of `me`) run at once.
+fn concurrent(me: &Path, snap: &Path, n: usize) -> Result<Duration, String> {
+    let t = Instant::now();
+    let children = (0..n)
+        .map(|_| {
+            Command::new(me)
+                .arg("bench-decode")
+                .arg(snap)
+                .arg("1")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| format!("{}: {e}", me.display()))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    for mut c in children {
+        let st = c.wait().map_err(|e| e.to_string())?;
+        if !st.success() {
+            return Err(format!("bench-decode {}: {st}", snap.display()));
+        }
+    }
+    Ok(t.elapsed())
+}
+
 /// Run the CLI once: wall time and peak resident memory (bytes, from the
 /// child's `VmHWM`, sampled until it exits).
 fn run_cli(bin: &Path, args: &[&str], input: &Path) -> Result<(Duration, u64), String> {
@@ -866,6 +896,26 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
                 instructions: insns,
                 base,
                 note: format!("peak RSS {:.1} MB{speedup}{redone}", peak as f64 / 1e6),
+            });
+        }
+        // What the machine gives: `jobs` one-thread decodes of the raw PTM
+        // file at once, against one alone (their threads share nothing).
+        let what = format!("{name}: {jobs} one-thread decodes at once");
+        if let (Some(t1), true) = (one, jobs > 1 && name == "PTM raw file" && opts.wants(&what)) {
+            let mut time = Duration::MAX;
+            for _ in 0..opts.runs.min(3) {
+                time = time.min(concurrent(&me, snap, jobs)?);
+            }
+            rows.push(Row {
+                what,
+                bytes: bytes * jobs,
+                time,
+                instructions: None,
+                base,
+                note: format!(
+                    "{:.2}x one decode's throughput: the most {jobs} threads can give here",
+                    jobs as f64 * t1.as_secs_f64() / time.as_secs_f64()
+                ),
             });
         }
         // Gigabyte inputs: do not keep them all at once.
