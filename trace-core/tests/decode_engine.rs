@@ -865,3 +865,42 @@ fn moving_the_code_cache_between_decoders_changes_no_event() {
         assert_eq!(run(&mut c, &ops), want);
     }
 }
+
+/// A return popped from the return stack goes on at the block after its
+/// call, which the decoder finds through the call's block once it has
+/// been there (a hint kept with the stack entry): the same flow, round
+/// after round, as a decoder that forgets every block before each
+/// operation and looks the return target up again.
+#[test]
+fn returns_through_the_calls_block_go_where_a_lookup_goes() {
+    let periodic = |addr| match isync(addr, Isa::A32) {
+        TraceOp::Sync(s) => TraceOp::Sync(Sync {
+            reason: SyncReason::Periodic,
+            ..s
+        }),
+        op => op,
+    };
+    // BL 0x1020 and BX lr back to 0x1014, then B . there; three rounds
+    // (the I-syncs keep the return stack).
+    let mut ops = vec![isync(0x1010, Isa::A32)];
+    for _ in 0..3 {
+        ops.extend([atoms("EEE"), periodic(0x1010)]);
+    }
+    let image: Arc<dyn trace_core::memory::MemoryImage> = memory();
+    let cfg = DecoderConfig::new(
+        0x13,
+        &SourceConfig::Ptm(ptm_packets::Config::default().with_return_stack(true)),
+    );
+    let decoder = || Decoder::new(cfg, Arc::clone(&image));
+    let got = run(&mut decoder(), &ops);
+    let want_round = [
+        (0x1010, 0x1014, 1, true, InsnClass::Branch),
+        (0x1020, 0x1028, 2, true, InsnClass::IndirectBranch),
+        (0x1014, 0x1018, 1, true, InsnClass::Branch),
+    ];
+    let flow: Vec<_> = ranges(&got).iter().map(short).collect();
+    assert_eq!(flow, want_round.repeat(3), "{got:?}");
+    let (got_a, got_b) = run_swapping(&mut decoder(), &mut decoder(), &ops);
+    assert_eq!(got_a, got);
+    assert_eq!(got_b, got);
+}

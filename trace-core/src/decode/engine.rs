@@ -3,7 +3,7 @@
 
 use super::block::{BlockCache, BlockEnd, CInsn, NONE};
 use super::op::{Branch, InsnAtoms, Sync, SyncReason, Target, TraceOp};
-use super::rstack::ReturnStack;
+use super::rstack::{self, ReturnStack};
 use crate::event::{Context, Event, EventKind, GapReason, Isa, Range, TraceOnReason};
 use crate::memory::{MemoryImage, Space};
 use std::sync::Arc;
@@ -73,6 +73,9 @@ pub struct Engine {
     /// Started at an I-sync in the middle of the trace: the state right
     /// after that I-sync, to be checked against the real one.
     entry: Option<FlowState>,
+    /// The block cache's generation when the return stack's hints (the
+    /// blocks of the calls, see [`Engine::call_hint`]) were given.
+    hint_generation: u32,
     /// Marked at an I-sync after a warm-up ([`Engine::mark_share`]): the
     /// return stack there, which must be the newest entries of the real
     /// one.
@@ -139,6 +142,7 @@ impl Engine {
             cur_isa: Isa::A32,
             entry: None,
             warm: None,
+            hint_generation: 0,
         }
     }
 
@@ -273,6 +277,47 @@ impl Engine {
             pc.index = 0;
         }
         self.link = None;
+        self.rstack.forget_hints();
+    }
+
+    /// The return stack's hint for a call ending block `b`: the block and
+    /// the address space, so that the return finds the block after the
+    /// call through `b`'s fall-through link instead of a lookup.
+    #[inline]
+    fn call_hint(&mut self, b: u32) -> u64 {
+        if self.hint_generation != self.cache.generation {
+            self.rstack.forget_hints();
+            self.hint_generation = self.cache.generation;
+        }
+        u64::from(b) | u64::from(self.ns) << 32
+    }
+
+    /// Where a return to `addr` (popped with `hint`) goes on: its block
+    /// when the call's block links to it already, else a link to make.
+    #[inline]
+    fn return_to(&mut self, addr: u32, isa: Isa, hint: u64) -> Pc {
+        let mut pc = Pc {
+            addr,
+            isa,
+            block: NONE,
+            index: 0,
+        };
+        if hint != rstack::NO_HINT
+            && self.hint_generation == self.cache.generation
+            && hint >> 32 == u64::from(self.ns)
+        {
+            let b = hint as u32;
+            if let Some(blk) = self.cache.blocks.get(b as usize) {
+                if blk.end_addr == addr {
+                    if blk.fall == NONE {
+                        self.link = Some((b, false));
+                    } else {
+                        pc.block = blk.fall;
+                    }
+                }
+            }
+        }
+        pc
     }
 
     #[inline]
@@ -602,14 +647,13 @@ impl Engine {
                 });
                 self.link = Some((b, true));
             } else if last.indirect {
-                match self.return_stack_on.then(|| self.rstack.pop()).flatten() {
-                    Some((addr, isa)) => {
-                        self.pc = Some(Pc {
-                            addr,
-                            isa,
-                            block: NONE,
-                            index: 0,
-                        });
+                match self
+                    .return_stack_on
+                    .then(|| self.rstack.pop_hinted())
+                    .flatten()
+                {
+                    Some((addr, isa, hint)) => {
+                        self.pc = Some(self.return_to(addr, isa, hint));
                     }
                     None => {
                         out(self.ev(
@@ -621,7 +665,8 @@ impl Engine {
                 }
             }
             if last.link && self.return_stack_on {
-                self.rstack.push(last.after, ret_isa);
+                let hint = self.call_hint(b);
+                self.rstack.push_hinted(last.after, ret_isa, hint);
             }
         }
     }
@@ -634,10 +679,12 @@ impl Engine {
             Flavor::Ptm => {
                 self.flush(out);
                 if b.exception == 0 && self.pc.is_some() {
-                    if let Some((pc, last, _)) = self.walk_to_waypoint(offset, true, b.cycles, out)
+                    if let Some((pc, last, blk)) =
+                        self.walk_to_waypoint(offset, true, b.cycles, out)
                     {
                         if last.link && self.return_stack_on {
-                            self.rstack.push(last.after, pc.isa);
+                            let hint = self.call_hint(blk);
+                            self.rstack.push_hinted(last.after, pc.isa, hint);
                         }
                     }
                 }

@@ -15,9 +15,13 @@ pub const DEPTH: usize = 16;
 /// records whether a pop reached below its own entries
 /// ([`ReturnStack::underflowed`]), and [`ReturnStack::rebase`] puts the real
 /// base beneath its entries once that base is known.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct ReturnStack {
     entries: [(u32, Isa); DEPTH],
+    /// Per entry, a value its pusher gave for it ([`NO_HINT`]: none),
+    /// which is not part of the stack's contents: entries compare by
+    /// address and instruction set alone.
+    hints: [u64; DEPTH],
     top: usize,
     len: usize,
     /// Entries of an unknown base may lie beneath these.
@@ -29,10 +33,35 @@ pub struct ReturnStack {
     peak: usize,
 }
 
+/// No hint.
+pub const NO_HINT: u64 = u64::MAX;
+
+impl Default for ReturnStack {
+    fn default() -> ReturnStack {
+        ReturnStack {
+            entries: [(0, Isa::A32); DEPTH],
+            hints: [NO_HINT; DEPTH],
+            top: 0,
+            len: 0,
+            based: false,
+            underflow: false,
+            peak: 0,
+        }
+    }
+}
+
 impl ReturnStack {
     /// Push a return address.
     #[inline]
     pub fn push(&mut self, addr: u32, isa: Isa) {
+        self.push_hinted(addr, isa, NO_HINT);
+    }
+
+    /// Push a return address with a hint that [`pop_hinted`]
+    /// (Self::pop_hinted) gives back.
+    #[inline]
+    pub fn push_hinted(&mut self, addr: u32, isa: Isa, hint: u64) {
+        self.hints[self.top] = hint;
         self.entries[self.top] = (addr, isa);
         self.top = (self.top + 1) % DEPTH;
         self.len = (self.len + 1).min(DEPTH);
@@ -46,13 +75,25 @@ impl ReturnStack {
     /// Pop the most recent return address, `None` when empty.
     #[inline]
     pub fn pop(&mut self) -> Option<(u32, Isa)> {
+        self.pop_hinted().map(|(a, i, _)| (a, i))
+    }
+
+    /// [`pop`](Self::pop), with the entry's hint.
+    #[inline]
+    pub fn pop_hinted(&mut self) -> Option<(u32, Isa, u64)> {
         if self.len == 0 {
             self.underflow |= self.based;
             return None;
         }
         self.len -= 1;
         self.top = (self.top + DEPTH - 1) % DEPTH;
-        Some(self.entries[self.top])
+        let (addr, isa) = self.entries[self.top];
+        Some((addr, isa, self.hints[self.top]))
+    }
+
+    /// Drop every entry's hint.
+    pub fn forget_hints(&mut self) {
+        self.hints = [NO_HINT; DEPTH];
     }
 
     /// Empty the stack.
@@ -308,6 +349,22 @@ mod tests {
             }
         }
         assert!(checked > 1000, "{checked}");
+    }
+
+    #[test]
+    fn hints_come_back_with_their_entries_and_are_no_part_of_them() {
+        let mut s = ReturnStack::default();
+        s.push_hinted(0x10, Isa::A32, 7);
+        s.push(0x20, Isa::T32);
+        s.push_hinted(0x30, Isa::A32, 9);
+        let mut plain = ReturnStack::default();
+        plain.continue_unknown();
+        plain.push(0x30, Isa::A32);
+        assert!(s.beneath(&plain).is_some(), "compared without hints");
+        assert_eq!(s.pop_hinted(), Some((0x30, Isa::A32, 9)));
+        assert_eq!(s.pop_hinted(), Some((0x20, Isa::T32, NO_HINT)));
+        s.forget_hints();
+        assert_eq!(s.pop_hinted(), Some((0x10, Isa::A32, NO_HINT)));
     }
 
     #[test]
