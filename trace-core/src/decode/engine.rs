@@ -574,7 +574,7 @@ impl Engine {
 
     /// Walk from the PC to the next waypoint and report the range; returns
     /// the waypoint, or `None` (after reporting why) when there is none.
-    #[inline]
+    #[inline(always)]
     fn walk_to_waypoint<F: FnMut(Event)>(
         &mut self,
         offset: u64,
