@@ -46,7 +46,7 @@ pub(super) struct Window {
 pub(super) const WARM_UP: usize = 8 << 10;
 
 /// Bytes just before a chunk, for a warm-up.
-pub(super) struct WarmUp {
+pub(super) struct WarmBytes {
     /// Offset in the capture of `bytes[0]`.
     pub(super) offset: u64,
     pub(super) bytes: Vec<u8>,
@@ -64,7 +64,7 @@ impl Window {
     /// Up to [`WARM_UP`] bytes just before `bytes[at]`: from this window
     /// and, reaching back further, the one before (in `layout`: the trace
     /// ID is looked up in frames only).
-    pub(super) fn warm_up(&self, at: usize, layout: Layout) -> WarmUp {
+    pub(super) fn warm_up(&self, at: usize, layout: Layout) -> WarmBytes {
         let at = at.min(self.bytes.len());
         let here = at.min(WARM_UP);
         let back = (WARM_UP - here).min(self.before.len());
@@ -79,7 +79,7 @@ impl Window {
         } else {
             self.id_at(at - here)
         };
-        WarmUp {
+        WarmBytes {
             offset: self.base + at as u64 - bytes.len() as u64,
             bytes,
             id,
