@@ -41,9 +41,14 @@ fn memory() -> Arc<MemoryMap> {
     Arc::new(map)
 }
 
-fn ptm(return_stack: bool) -> Decoder {
+/// A PTM source on trace ID 0x13.
+fn ptm_config(return_stack: bool) -> DecoderConfig {
     let cfg = ptm_packets::Config::default().with_return_stack(return_stack);
-    Decoder::new(DecoderConfig::new(0x13, &SourceConfig::Ptm(cfg)), memory())
+    DecoderConfig::new(0x13, &SourceConfig::Ptm(cfg))
+}
+
+fn ptm(return_stack: bool) -> Decoder {
+    Decoder::new(ptm_config(return_stack), memory())
 }
 
 fn etm() -> Decoder {
@@ -73,6 +78,17 @@ fn isync(addr: u32, isa: Isa) -> TraceOp {
         cycles: None,
         lsip: None,
     })
+}
+
+/// A periodic I-sync (which by itself keeps the return stack).
+fn periodic(addr: u32, isa: Isa) -> TraceOp {
+    match isync(addr, isa) {
+        TraceOp::Sync(s) => TraceOp::Sync(Sync {
+            reason: SyncReason::Periodic,
+            ..s
+        }),
+        op => op,
+    }
 }
 
 fn atoms(pattern: &str) -> TraceOp {
@@ -756,14 +772,7 @@ fn lost_packets_forget_the_return_stack() {
     d.run_op(1, &atoms("E"), &mut out);
     d.packet_error(2, &mut out);
     // A periodic I-sync: by itself it keeps the return stack.
-    let periodic = match isync(0x1020, Isa::A32) {
-        TraceOp::Sync(s) => TraceOp::Sync(Sync {
-            reason: SyncReason::Periodic,
-            ..s
-        }),
-        op => op,
-    };
-    d.run_op(3, &periodic, &mut out);
+    d.run_op(3, &periodic(0x1020, Isa::A32), &mut out);
     d.run_op(4, &atoms("E"), &mut out);
     d.finish(&mut out);
     assert!(
@@ -804,10 +813,7 @@ fn run_swapping(a: &mut Decoder, b: &mut Decoder, ops: &[TraceOp]) -> (Vec<Event
 #[test]
 fn moving_the_code_cache_between_decoders_changes_no_event() {
     let image: Arc<dyn trace_core::memory::MemoryImage> = memory();
-    let ptm_cfg = DecoderConfig::new(
-        0x13,
-        &SourceConfig::Ptm(ptm_packets::Config::default().with_return_stack(true)),
-    );
+    let ptm_cfg = ptm_config(true);
     let etm_cfg = DecoderConfig::new(0x10, &SourceConfig::Etm(etm_packets::Config::new()));
     let etm_atoms = |count: u8, executed: u16| {
         TraceOp::InsnAtoms(InsnAtoms {
@@ -873,25 +879,14 @@ fn moving_the_code_cache_between_decoders_changes_no_event() {
 /// operation and looks the return target up again.
 #[test]
 fn returns_through_the_calls_block_go_where_a_lookup_goes() {
-    let periodic = |addr| match isync(addr, Isa::A32) {
-        TraceOp::Sync(s) => TraceOp::Sync(Sync {
-            reason: SyncReason::Periodic,
-            ..s
-        }),
-        op => op,
-    };
     // BL 0x1020 and BX lr back to 0x1014, then B . there; three rounds
     // (the I-syncs keep the return stack).
     let mut ops = vec![isync(0x1010, Isa::A32)];
     for _ in 0..3 {
-        ops.extend([atoms("EEE"), periodic(0x1010)]);
+        ops.extend([atoms("EEE"), periodic(0x1010, Isa::A32)]);
     }
     let image: Arc<dyn trace_core::memory::MemoryImage> = memory();
-    let cfg = DecoderConfig::new(
-        0x13,
-        &SourceConfig::Ptm(ptm_packets::Config::default().with_return_stack(true)),
-    );
-    let decoder = || Decoder::new(cfg, Arc::clone(&image));
+    let decoder = || Decoder::new(ptm_config(true), Arc::clone(&image));
     let got = run(&mut decoder(), &ops);
     let want_round = [
         (0x1010, 0x1014, 1, true, InsnClass::Branch),
