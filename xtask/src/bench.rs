@@ -9,12 +9,14 @@
 //! buffer repeated as sessions (several sources, formatted). Throughput
 //! figures are the best of several runs; a plain byte sum over the same
 //! input, measured in the same run, is the baseline the ratios refer to.
-//! The parallel rows say how many sources' chunk shares were decoded
-//! again on the calling thread; for the raw PTM file, as many one-thread
-//! decodes as threads are also run at once, whose combined throughput is
-//! the most the machine gives that many threads (the ceiling of the
-//! parallel speed-up). This is a measurement, not a test: nothing is
-//! asserted.
+//! The parallel rows say how much CPU time the threads took together,
+//! against the one-thread decode's, how much of it the calling thread
+//! took (joining the chunks and handing on every event), and how many
+//! sources' chunk shares it decoded again; for the raw PTM file, as many
+//! one-thread decodes as threads are also run at once, whose combined
+//! throughput is the most the machine gives that many threads (the
+//! ceiling of the parallel speed-up). This is a measurement, not a test:
+//! nothing is asserted.
 //!
 //! Options: `--size-mb N` (size of the in-memory inputs, default 64),
 //! `--file-mb N` (size of the capture files that the library and the CLI
@@ -475,8 +477,9 @@ pub fn child(args: &[String]) -> Result<(), String> {
     let input = resolve(Path::new(dir), &SourceFlags::default()).map_err(|e| e.to_string())?;
     let spec = input.captures.first().ok_or("no capture")?;
     let (n, stats) = decode_file(&input, spec, (jobs > 1).then_some(jobs))?;
-    // CPU time of this (the calling) thread and of the whole process, in
-    // clock ticks: how the work was spread over the threads.
+    // CPU time of the whole process and of this (the calling) thread, in
+    // clock ticks: what the threads cost together, and the share of the
+    // thread that joins the chunks and hands on every event.
     let ticks = |path: &str| {
         std::fs::read_to_string(path).ok().and_then(|s| {
             let rest = s.rsplit_once(')')?.1;
@@ -484,12 +487,12 @@ pub fn child(args: &[String]) -> Result<(), String> {
             Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
         })
     };
-    eprintln!(
-        "cpu ticks: calling thread {:?}, process {:?}",
-        ticks("/proc/thread-self/stat"),
-        ticks("/proc/self/stat")
-    );
     println!("{n}");
+    println!(
+        "{} {}",
+        ticks("/proc/self/stat").unwrap_or(0),
+        ticks("/proc/thread-self/stat").unwrap_or(0)
+    );
     // Parallel: how many sources' shares of chunks the calling thread
     // decoded again.
     if let Some(s) = stats {
@@ -868,27 +871,47 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
             let mut peak = 0;
             let mut insns = None;
             let mut redone = String::new();
+            // CPU ticks of the fastest run: the process's, the calling
+            // thread's.
+            let mut cpu = (0u64, 0u64);
             for _ in 0..opts.runs.min(3) {
                 let n = threads.to_string();
                 let (t, p, out) = run_child(&me, &["bench-decode"], snap, &[&n], true, &[])?;
-                time = time.min(t);
                 peak = peak.max(p);
                 let mut lines = out.lines();
                 insns = lines.next().and_then(|l| l.trim().parse().ok());
+                let ticks = lines.next().and_then(|l| {
+                    let (a, b) = l.split_once(' ')?;
+                    Some((a.parse().ok()?, b.parse().ok()?))
+                });
+                if t < time {
+                    time = t;
+                    cpu = ticks.unwrap_or_default();
+                }
                 if let Some((r, parts)) = lines.next().and_then(|l| l.split_once(' ')) {
                     redone = format!(", {r} of {parts} shares redone");
                 }
             }
             let speedup = match one {
-                Some(t1) if threads > 1 => {
-                    format!(
+                Some((t1, cpu1)) if threads > 1 => {
+                    let mut s = format!(
                         ", {:.2}x one thread",
                         Duration::as_secs_f64(&t1) / time.as_secs_f64()
-                    )
+                    );
+                    // Costs of the parallel decode, against one thread's
+                    // CPU time (ticks of 10 ms: only for long runs).
+                    if cpu1 >= 50 && cpu.0 > 0 {
+                        s += &format!(
+                            ", CPU {:.2}x one thread's ({:.0}% on the calling thread)",
+                            cpu.0 as f64 / cpu1 as f64,
+                            100.0 * cpu.1 as f64 / cpu.0 as f64
+                        );
+                    }
+                    s
                 }
                 _ => String::new(),
             };
-            one.get_or_insert(time);
+            one.get_or_insert((time, cpu.0));
             rows.push(Row {
                 what,
                 bytes,
@@ -901,7 +924,9 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
         // What the machine gives: `jobs` one-thread decodes of the raw PTM
         // file at once, against one alone (their threads share nothing).
         let what = format!("{name}: {jobs} one-thread decodes at once");
-        if let (Some(t1), true) = (one, jobs > 1 && name == "PTM raw file" && opts.wants(&what)) {
+        if let (Some((t1, _)), true) =
+            (one, jobs > 1 && name == "PTM raw file" && opts.wants(&what))
+        {
             let mut time = Duration::MAX;
             for _ in 0..opts.runs.min(3) {
                 time = time.min(concurrent(&me, snap, jobs)?);
@@ -1023,7 +1048,7 @@ fn convert_rows(
         for _ in 0..opts.runs.min(3) {
             let (t, _, out) = run_child(&me, &["bench-decode"], &snap, &[&n], true, &[])?;
             decode = decode.min(t);
-            insns = out.trim().parse().ok();
+            insns = out.lines().next().and_then(|l| l.trim().parse().ok());
             let args = ["--elf", elf, "--perfetto", pf, "--lcov", info];
             let (t, p, _) =
                 run_child(bin, &args, &snap, &[], false, &[("TRACE_CONVERT_JOBS", &n)])?;
