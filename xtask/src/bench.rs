@@ -11,12 +11,12 @@
 //! input, measured in the same run, is the baseline the ratios refer to.
 //! The parallel rows say how much CPU time the threads took together,
 //! against the one-thread decode's, how much of it the calling thread
-//! took (joining the chunks and handing on every event), and how many
-//! sources' chunk shares it decoded again; for the raw PTM file, as many
-//! one-thread decodes as threads are also run at once, whose combined
-//! throughput is the most the machine gives that many threads (the
-//! ceiling of the parallel speed-up). This is a measurement, not a test:
-//! nothing is asserted.
+//! took (joining the chunks, handing on every event, and working chunks
+//! while it waits), and how many sources' chunk shares it decoded again;
+//! for the raw PTM file, as many one-thread decodes as threads are also
+//! run at once, whose combined throughput is the most the machine gives
+//! that many threads (the ceiling of the parallel speed-up). This is a
+//! measurement, not a test: nothing is asserted.
 //!
 //! Options: `--size-mb N` (size of the in-memory inputs, default 64),
 //! `--file-mb N` (size of the capture files that the library and the CLI
