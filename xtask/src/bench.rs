@@ -479,7 +479,8 @@ pub fn child(args: &[String]) -> Result<(), String> {
     let (n, stats) = decode_file(&input, spec, (jobs > 1).then_some(jobs))?;
     // CPU time of the whole process and of this (the calling) thread, in
     // clock ticks: what the threads cost together, and the share of the
-    // thread that joins the chunks and hands on every event.
+    // thread that joins the chunks, hands on every event and works chunks
+    // while it waits.
     let ticks = |path: &str| {
         std::fs::read_to_string(path).ok().and_then(|s| {
             let rest = s.rsplit_once(')')?.1;
