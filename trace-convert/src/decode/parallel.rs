@@ -534,10 +534,7 @@ pub fn decode_parallel(
     for (p, d) in truth.parsers.iter_mut().zip(truth.decoders.iter_mut()) {
         let op = p.as_mut().and_then(PacketParser::finish);
         if let (Some(op), Some(d)) = (op, d.as_mut()) {
-            match op {
-                parse::Op::Error(o) => d.packet_error(o, &mut |e| sink.on(&e)),
-                parse::Op::Packet(o, packet) => d.push(o, &packet, &mut |e| sink.on(&e)),
-            }
+            chunk::feed_op(d, op, &mut |e| sink.on(&e));
         }
     }
     finish(&mut truth, &mut sink)?;

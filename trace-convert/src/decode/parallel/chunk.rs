@@ -165,6 +165,15 @@ struct Lane {
     in_chunk: bool,
 }
 
+/// Run `op` on `decoder`, handing its events to `out`.
+#[inline]
+pub(super) fn feed_op<F: FnMut(Event)>(decoder: &mut Decoder, op: Op, out: &mut F) {
+    match op {
+        Op::Packet(offset, packet) => decoder.push(offset, &packet, out),
+        Op::Error(offset) => decoder.packet_error(offset, out),
+    }
+}
+
 /// Run `op` on `decoder`, keeping its events with `key` and counting them.
 #[inline]
 pub(super) fn run_op(
@@ -174,22 +183,10 @@ pub(super) fn run_op(
     events: &mut EventBuf,
     counts: &mut SourceCounts,
 ) {
-    let mut keep = |e: Event| {
+    feed_op(decoder, op, &mut |e: Event| {
         counts.count(&e);
         events.push((key, e));
-    };
-    match op {
-        Op::Packet(offset, packet) => decoder.push(offset, &packet, &mut keep),
-        Op::Error(offset) => decoder.packet_error(offset, &mut keep),
-    }
-}
-
-/// Run `op` on `decoder`, dropping its events (a warm-up).
-fn run_quiet(decoder: &mut Decoder, op: Op) {
-    match op {
-        Op::Packet(offset, packet) => decoder.push(offset, &packet, &mut |_| {}),
-        Op::Error(offset) => decoder.packet_error(offset, &mut |_| {}),
-    }
+    });
 }
 
 /// The key of an item, for the order of events across sources: the
@@ -238,7 +235,7 @@ impl Lane {
                     // Warmed up: the decoder goes on up to and including
                     // the chunk's first I-sync, where the share starts.
                     let sync = matches!(&op, Op::Packet(_, p) if points.observe(p).is_some());
-                    run_quiet(d, op);
+                    feed_op(d, op, &mut |_| {});
                     if sync {
                         d.mark_share();
                         found.push((key, op));
@@ -299,7 +296,7 @@ impl Lane {
             };
             match (decoder.as_mut(), sync, &op, memory.as_ref()) {
                 (Some(d), ..) => {
-                    run_quiet(d, op);
+                    feed_op(d, op, &mut |_| {});
                 }
                 (None, Some(before), Op::Packet(o, packet), Some(mem)) => {
                     if let Some(mut d) = Decoder::at_sync(*cfg, Arc::clone(mem), before, *o, packet)
