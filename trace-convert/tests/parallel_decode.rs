@@ -6,14 +6,20 @@
 //! trace encoder, on damaged captures, and through the CLI's JSONL output.
 //! Chunk sizes go down to one byte, so that cuts fall everywhere: inside
 //! packets and frames, before the first I-sync of a source, in chunks
-//! without any, and at A-syncs.
+//! without any, and at A-syncs. Work done on the workers ([`Parts`]) sees
+//! exactly the events of the shares it stands for.
 
 #![allow(clippy::unwrap_used)]
 
+use std::any::Any;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use trace_convert::decode::parallel::{decode_parallel, DecodeOptions, ParallelStats, WarmUp};
+use trace_convert::decode::parallel::{
+    decode_parallel, decode_parallel_parts, DecodeOptions, Delivery, ParallelStats, Part, Parts,
+    WarmUp,
+};
 use trace_convert::decode::{
     decode_sequential, memory_for, write_event, DecodeSummary, EventFormat, ExtraMemory,
 };
@@ -52,6 +58,149 @@ fn parallel(
     .unwrap();
     (events, summary, stats)
 }
+
+/// Parts that record the events they are given.
+#[derive(Clone, Copy, Debug)]
+struct Recording {
+    keep: bool,
+    stamps: bool,
+    /// Sources with an odd trace ID get no part.
+    even_only: bool,
+}
+
+struct Record(Vec<Event>);
+
+impl Part for Record {
+    fn event(&mut self, event: &Event) {
+        self.0.push(*event);
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
+        Box::new(self.0)
+    }
+}
+
+impl Parts for Recording {
+    fn part(&self, id: u8) -> Option<Box<dyn Part>> {
+        (!self.even_only || id % 2 == 0).then(|| Box::new(Record(Vec::new())) as Box<dyn Part>)
+    }
+
+    fn keep_events(&self) -> bool {
+        self.keep
+    }
+
+    fn reads_timestamps(&self) -> bool {
+        self.stamps
+    }
+}
+
+/// `e` as a part reading no timestamps may see it: timestamp values 0.
+fn no_stamp(e: &Event) -> Event {
+    let mut e = *e;
+    if let EventKind::Timestamp { value, .. } = &mut e.kind {
+        *value = 0;
+    }
+    e
+}
+
+/// Decode with `parts` and check, against the one decoder's events
+/// `want`: per trace ID, the events handed on one by one and those the
+/// parts saw, in delivery order, are the one decoder's (timestamp values
+/// aside for parts that do not read them); the events handed on (folded
+/// or not) are the one decoder's in its order; folded events come only
+/// when asked for, and each part after the folded events it saw.
+fn check_parts(
+    input: &Input,
+    spec: &CaptureSpec,
+    opts: &DecodeOptions,
+    parts: Recording,
+    want: &[Event],
+) -> u64 {
+    let mut per_id: BTreeMap<u8, Vec<Event>> = BTreeMap::new();
+    let mut handed = Vec::new();
+    let mut folded: BTreeMap<u8, Vec<Event>> = BTreeMap::new();
+    let mut results = 0u64;
+    let what = format!("{}: {opts:?}, {parts:?}", spec.path.display());
+    decode_parallel_parts(spec, images(input), opts, Some(Arc::new(parts)), |d| {
+        match d {
+            Delivery::Event(e) => {
+                handed.push(*e);
+                per_id.entry(e.id).or_default().push(*e);
+            }
+            Delivery::Folded(e) => {
+                assert!(parts.keep, "{what}: folded events not asked for");
+                handed.push(*e);
+                folded.entry(e.id).or_default().push(*e);
+            }
+            Delivery::Part { id, result } => {
+                let seen = *result.downcast::<Vec<Event>>().unwrap();
+                assert!(!parts.even_only || id % 2 == 0, "{what}: part for {id}");
+                if parts.keep {
+                    let f = folded.remove(&id).unwrap_or_default();
+                    let f: Vec<Event> = f.iter().map(no_stamp).collect();
+                    let s: Vec<Event> = seen.iter().map(no_stamp).collect();
+                    assert_eq!(f, s, "{what}: part of {id} against its folded events");
+                }
+                per_id.entry(id).or_default().extend(seen);
+                results += 1;
+            }
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert!(
+        folded.values().all(Vec::is_empty),
+        "{what}: folded events without a part"
+    );
+    if parts.keep {
+        assert!(handed == want, "{what}: the events handed on differ");
+    }
+    let mut want_per_id: BTreeMap<u8, Vec<Event>> = BTreeMap::new();
+    for e in want {
+        want_per_id.entry(e.id).or_default().push(*e);
+    }
+    for (id, w) in &want_per_id {
+        let got = per_id.remove(id).unwrap_or_default();
+        let (got, w): (Vec<Event>, Vec<Event>) = if parts.stamps {
+            (got, w.clone())
+        } else {
+            (
+                got.iter().map(no_stamp).collect(),
+                w.iter().map(no_stamp).collect(),
+            )
+        };
+        if let Some(i) = (0..got.len().max(w.len())).find(|&i| got.get(i) != w.get(i)) {
+            panic!(
+                "{what}: trace ID {id}: event {i} of {}/{} differs:\n  got  {:?}\n  want {:?}",
+                got.len(),
+                w.len(),
+                got.get(i),
+                w.get(i)
+            );
+        }
+    }
+    assert!(per_id.is_empty(), "{what}: events of unknown sources");
+    results
+}
+
+/// The part settings a run of [`check_with`] also checks, in turn.
+const PART_KINDS: [Recording; 3] = [
+    Recording {
+        keep: false,
+        stamps: true,
+        even_only: false,
+    },
+    Recording {
+        keep: true,
+        stamps: false,
+        even_only: false,
+    },
+    Recording {
+        keep: false,
+        stamps: false,
+        even_only: true,
+    },
+];
 
 fn jsonl(events: &[Event]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -97,7 +246,10 @@ fn check_with(
     );
     let want_bytes = jsonl(&want);
     let mut all = Vec::new();
-    for &(part_bytes, jobs) in runs {
+    // Shares taken over from the workers, and part results, in the runs
+    // whose parts ignore timestamps (others may all be decoded again).
+    let (mut taken, mut part_results) = (0, 0);
+    for (run, &(part_bytes, jobs)) in runs.iter().enumerate() {
         let opts = DecodeOptions {
             warm_up,
             ..options(jobs, part_bytes)
@@ -120,8 +272,19 @@ fn check_with(
         }
         assert!(jsonl(&got) == want_bytes, "JSONL differs");
         assert_eq!(summary, want_summary, "chunks of {part_bytes}, {jobs} jobs");
+        let parts = PART_KINDS[run % PART_KINDS.len()];
+        let results = check_parts(input, spec, &opts, parts, &want);
+        if !parts.stamps && !parts.even_only {
+            taken += stats.parts - stats.redone;
+            part_results += results;
+        }
         all.push(stats);
     }
+    assert!(
+        taken == 0 || part_results > 0,
+        "{}: no part results",
+        spec.path.display()
+    );
     (want, want_summary, all)
 }
 

@@ -31,7 +31,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use trace_convert::decode::parallel::{decode_parallel, DecodeOptions, ParallelStats};
+use trace_convert::decode::parallel::{
+    decode_parallel, decode_parallel_parts, DecodeOptions, Delivery, ParallelStats, Part, Parts,
+};
 use trace_convert::decode::{decode_sequential, memory_for, ExtraMemory};
 use trace_convert::input::source::CaptureSpec;
 use trace_convert::input::{flags::SourceFlags, resolve, Input};
@@ -226,6 +228,7 @@ fn decode_file(
     input: &Input,
     spec: &CaptureSpec,
     jobs: Option<usize>,
+    on_workers: bool,
 ) -> Result<(u64, Option<ParallelStats>), String> {
     let mut n = 0u64;
     let memory = |name: &str| -> Arc<dyn MemoryImage> {
@@ -233,22 +236,75 @@ fn decode_file(
             memory_for(input.snapshot.as_ref(), name, &ExtraMemory::default()).unwrap_or_default(),
         )
     };
-    // The whole event is read, as a real consumer does (a consumer that
-    // reads one field lets the compiler skip building the others).
     let count = |e: &Event| {
-        black_box(e);
-        if let EventKind::Range(r) = e.kind {
-            n += u64::from(r.count);
-        }
+        count_event(&mut n, e);
         Ok(())
     };
     let stats = match jobs {
         None => decode_sequential(spec, memory, count).map(|_| None),
+        Some(jobs) if on_workers => decode_parallel_parts(
+            spec,
+            memory,
+            &DecodeOptions::with_jobs(jobs),
+            Some(Arc::new(Counting)),
+            |d| {
+                match d {
+                    Delivery::Event(e) | Delivery::Folded(e) => count_event(&mut n, e),
+                    Delivery::Part { result, .. } => {
+                        n += result.downcast::<u64>().map_or(0, |c| *c);
+                    }
+                }
+                Ok(())
+            },
+        )
+        .map(|(_, stats)| Some(stats)),
         Some(jobs) => decode_parallel(spec, memory, &DecodeOptions::with_jobs(jobs), count)
             .map(|(_, stats)| Some(stats)),
     }
     .map_err(|e| e.to_string())?;
     Ok((n, stats))
+}
+
+/// Add `e`'s instructions to `n`. The whole event is read, as a real
+/// consumer does (a consumer that reads one field lets the compiler skip
+/// building the others).
+#[inline]
+fn count_event(n: &mut u64, e: &Event) {
+    black_box(e);
+    if let EventKind::Range(r) = e.kind {
+        *n += u64::from(r.count);
+    }
+}
+
+/// Counts instructions on the worker threads, as [`decode_file`]'s
+/// consumer does on the calling thread.
+struct Counting;
+
+/// One share's count.
+struct Count(u64);
+
+impl Part for Count {
+    fn event(&mut self, event: &Event) {
+        count_event(&mut self.0, event);
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
+        Box::new(self.0)
+    }
+}
+
+impl Parts for Counting {
+    fn part(&self, _id: u8) -> Option<Box<dyn Part>> {
+        Some(Box::new(Count(0)))
+    }
+
+    fn keep_events(&self) -> bool {
+        false
+    }
+
+    fn reads_timestamps(&self) -> bool {
+        false
+    }
 }
 
 /// A snapshot directory under `dir` whose capture is the corpus program
@@ -463,20 +519,27 @@ fn snapshot_with(
     Ok((out, big))
 }
 
-/// `cargo xtask bench-decode DIR JOBS`: decode the snapshot `DIR` with the
-/// library on `JOBS` threads (1: the one-thread decoder), counting
-/// instructions; run by the benchmark as a child process so that its peak
-/// memory can be read.
+/// `cargo xtask bench-decode DIR JOBS [workers]`: decode the snapshot
+/// `DIR` with the library on `JOBS` threads (1: the one-thread decoder),
+/// counting instructions on the calling thread (`workers`: on the threads
+/// that decoded them, see [`Parts`]); run by the benchmark as a child
+/// process so that its peak memory can be read.
 pub fn child(args: &[String]) -> Result<(), String> {
-    let dir = args.first().ok_or("bench-decode DIR JOBS")?;
+    let usage = "bench-decode DIR JOBS [workers]";
+    let dir = args.first().ok_or(usage)?;
     let jobs: usize = args
         .get(1)
-        .ok_or("bench-decode DIR JOBS")?
+        .ok_or(usage)?
         .parse()
         .map_err(|e| format!("JOBS: {e}"))?;
+    let on_workers = match args.get(2).map(String::as_str) {
+        None => false,
+        Some("workers") => true,
+        Some(other) => return Err(format!("`{other}`: {usage}")),
+    };
     let input = resolve(Path::new(dir), &SourceFlags::default()).map_err(|e| e.to_string())?;
     let spec = input.captures.first().ok_or("no capture")?;
-    let (n, stats) = decode_file(&input, spec, (jobs > 1).then_some(jobs))?;
+    let (n, stats) = decode_file(&input, spec, (jobs > 1).then_some(jobs), on_workers)?;
     // CPU time of the whole process and of this (the calling) thread, in
     // clock ticks: what the threads cost together, and the share of the
     // thread that joins the chunks, hands on every event and works chunks
@@ -853,19 +916,26 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
     ];
     for (name, make, base) in &inputs {
         let (name, base) = (*name, *base);
-        if ![1, jobs]
-            .iter()
-            .any(|t| opts.wants(&format!("{name} decode, {t} thread(s)")))
-        {
+        // One thread; `jobs` threads handing every event to the calling
+        // thread in order; `jobs` threads counting on the workers.
+        let variants = [(1, false), (jobs, false), (jobs, true)];
+        let title = |threads: usize, on_workers: bool| {
+            let mut w = format!("{name} decode, {threads} thread(s)");
+            if on_workers {
+                w += ", counted on the workers";
+            }
+            w
+        };
+        if !variants.iter().any(|&(t, w)| opts.wants(&title(t, w))) {
             continue;
         }
         let (snap, file) = make()?;
         let (snap, file) = (&snap, &file);
         let bytes = std::fs::metadata(file).map_or(0, |m| m.len()) as usize;
         let mut one = None;
-        for threads in [1, jobs] {
-            let what = format!("{name} decode, {threads} thread(s)");
-            if !opts.wants(&what) || (threads == 1 && one.is_some()) {
+        for (threads, on_workers) in variants {
+            let what = title(threads, on_workers);
+            if !opts.wants(&what) || (threads == 1 && one.is_some()) || (on_workers && jobs == 1) {
                 continue;
             }
             let mut time = Duration::MAX;
@@ -877,7 +947,8 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
             let mut cpu = (0u64, 0u64);
             for _ in 0..opts.runs.min(3) {
                 let n = threads.to_string();
-                let (t, p, out) = run_child(&me, &["bench-decode"], snap, &[&n], true, &[])?;
+                let tail: &[&str] = if on_workers { &[&n, "workers"] } else { &[&n] };
+                let (t, p, out) = run_child(&me, &["bench-decode"], snap, tail, true, &[])?;
                 peak = peak.max(p);
                 let mut lines = out.lines();
                 insns = lines.next().and_then(|l| l.trim().parse().ok());
@@ -1086,8 +1157,9 @@ fn print(opts: &Opts, jobs: usize, rows: &[Row]) {
         opts.cli_size >> 20,
         opts.runs
     );
+    let width = rows.iter().map(|r| r.what.len()).max().unwrap_or(0).max(50);
     println!(
-        "{:<50} {:>10} {:>9} {:>10} {:>10}  note",
+        "{:<width$} {:>10} {:>9} {:>10} {:>10}  note",
         "what", "time", "MB/s", "M insn/s", "vs sum"
     );
     for r in rows {
@@ -1102,7 +1174,7 @@ fn print(opts: &Opts, jobs: usize, rows: &[Row]) {
             "-".to_owned()
         };
         println!(
-            "{:<50} {:>8.1}ms {:>9.1} {:>10} {:>10}  {}",
+            "{:<width$} {:>8.1}ms {:>9.1} {:>10} {:>10}  {}",
             r.what,
             r.time.as_secs_f64() * 1e3,
             mbs,

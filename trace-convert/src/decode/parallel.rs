@@ -53,8 +53,9 @@ mod chunk;
 mod cuts;
 mod join;
 mod parse;
+mod parts;
 
-use super::{DecodeSummary, Sink, SourceCounts};
+use super::{All, DecodeSummary, OnlyEvents, Sink, SourceCounts, Take};
 use crate::input::source::CaptureSpec;
 use crate::packets::{demux_for, ReadError};
 use caches::Caches;
@@ -62,6 +63,7 @@ use chunk::{run_chunk, ChunkDone, Memories, Shared, IDS};
 use cuts::{Layout, Reader, Window};
 use join::{Joiner, Truth};
 use parse::PacketParser;
+pub use parts::{Delivery, Part, Parts};
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::sync::atomic::AtomicBool;
@@ -191,6 +193,29 @@ pub fn decode_capture_with(
     decode_parallel(spec, memory, opts, each).map(|(s, _)| s)
 }
 
+/// [`decode_capture_with`] with work done on the worker threads: each
+/// source's events in each chunk a worker decodes go to a fresh part made
+/// by `parts` (see [`Parts`]), and `each` is handed the parts' results in
+/// the place of those events. On one thread (or a small capture), every
+/// event is handed on as [`Delivery::Event`] and no part is made.
+///
+/// # Errors
+///
+/// As [`decode_capture_with`].
+pub fn decode_capture_parts(
+    spec: &CaptureSpec,
+    memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
+    opts: &DecodeOptions,
+    parts: Arc<dyn Parts>,
+    mut each: impl FnMut(Delivery<'_>) -> io::Result<()>,
+) -> Result<DecodeSummary, ReadError> {
+    let size = std::fs::metadata(&spec.path).map_or(0, |m| m.len());
+    if opts.jobs <= 1 || size < opts.min_parallel_bytes {
+        return super::decode_sequential(spec, memory, |e| each(Delivery::Event(e)));
+    }
+    decode_parallel_parts(spec, memory, opts, Some(parts), each).map(|(s, _)| s)
+}
+
 /// Spare event buffers shared with the workers: a chunk's events take
 /// megabytes, and fresh buffers would cost page faults on every chunk. The
 /// buffers kept hold at most `keep` events in all (a buffer keeps the
@@ -262,6 +287,7 @@ struct Job {
     chunk: usize,
     memories: Memories,
     seeds: Arc<Vec<Option<u64>>>,
+    parts: Option<Arc<dyn Parts>>,
 }
 
 impl Job {
@@ -273,6 +299,7 @@ impl Job {
                 memories: &self.memories,
                 seeds: &self.seeds,
                 caches,
+                parts: self.parts.as_deref(),
             };
             run_chunk(&work, &self.window, self.chunk, || spare.take())
         }));
@@ -315,15 +342,43 @@ struct Queued {
 /// As [`decode_capture_with`].
 pub fn decode_parallel(
     spec: &CaptureSpec,
+    memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
+    opts: &DecodeOptions,
+    each: impl FnMut(&Event) -> io::Result<()>,
+) -> Result<(DecodeSummary, ParallelStats), ReadError> {
+    decode_chunks(spec, memory, opts, None, OnlyEvents(each))
+}
+
+/// [`decode_capture_parts`] on worker threads whatever the capture size
+/// (`parts`: `None` hands on every event), also returning how the chunks
+/// went.
+///
+/// # Errors
+///
+/// As [`decode_capture_with`].
+pub fn decode_parallel_parts(
+    spec: &CaptureSpec,
+    memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
+    opts: &DecodeOptions,
+    parts: Option<Arc<dyn Parts>>,
+    each: impl FnMut(Delivery<'_>) -> io::Result<()>,
+) -> Result<(DecodeSummary, ParallelStats), ReadError> {
+    decode_chunks(spec, memory, opts, parts, All(each))
+}
+
+/// [`decode_parallel_parts`] handing its deliveries to `each`.
+fn decode_chunks<T: Take>(
+    spec: &CaptureSpec,
     mut memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
     opts: &DecodeOptions,
-    mut each: impl FnMut(&Event) -> io::Result<()>,
+    parts: Option<Arc<dyn Parts>>,
+    mut each: T,
 ) -> Result<(DecodeSummary, ParallelStats), ReadError> {
     let (layout, raw_id) = match spec.layout {
         FrameMode::Raw { id } => (Layout::Raw, id & 0x7F),
         FrameMode::Memory => (Layout::Frames, 0),
         FrameMode::Continuous => {
-            return super::decode_sequential(spec, memory, each)
+            return super::decode_sequential(spec, memory, |e| each.take(Delivery::Event(e)))
                 .map(|s| (s, ParallelStats::default()));
         }
     };
@@ -444,6 +499,7 @@ pub fn decode_parallel(
                     chunk,
                     memories: Arc::clone(&memories),
                     seeds: Arc::clone(&seeds),
+                    parts: parts.clone(),
                 };
                 todo.push(job);
                 // The task runs the oldest chunk not yet taken, if any (the
@@ -534,7 +590,7 @@ pub fn decode_parallel(
     for (p, d) in truth.parsers.iter_mut().zip(truth.decoders.iter_mut()) {
         let op = p.as_mut().and_then(PacketParser::finish);
         if let (Some(op), Some(d)) = (op, d.as_mut()) {
-            chunk::feed_op(d, op, &mut |e| sink.on(&e));
+            chunk::feed_op(d, &op, &mut |e| sink.on(&e));
         }
     }
     finish(&mut truth, &mut sink)?;
@@ -555,10 +611,7 @@ pub fn decode_parallel(
 }
 
 /// Hand on the decoders' last events, as one pass ends.
-fn finish<F: FnMut(&Event) -> io::Result<()>>(
-    truth: &mut Truth,
-    sink: &mut Sink<'_, F>,
-) -> Result<(), ReadError> {
+fn finish<F: Take>(truth: &mut Truth, sink: &mut Sink<'_, F>) -> Result<(), ReadError> {
     for d in truth.decoders.iter_mut().flatten() {
         d.finish(&mut |e| sink.on(&e));
     }

@@ -25,6 +25,7 @@
 use super::caches::Caches;
 use super::cuts::{Layout, Window};
 use super::parse::{timestamp_of, Op, PacketParser};
+use super::parts::{Part, Parts};
 use super::{EventBuf, WarmUp};
 use crate::decode::SourceCounts;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -90,6 +91,8 @@ pub(super) struct Work<'a> {
     pub(super) seeds: &'a [Option<u64>],
     /// Code caches from earlier chunks.
     pub(super) caches: &'a Caches,
+    /// Makes the parts the events go to, if any.
+    pub(super) parts: Option<&'a dyn Parts>,
 }
 
 /// Memory images per trace ID, as known when the chunk was handed out.
@@ -118,8 +121,12 @@ pub(super) struct LaneDone {
     pub(super) decoder: Option<Decoder>,
     /// The timestamp packets after the stitch: offset and bits carried.
     pub(super) stamps: Vec<(u64, u8)>,
-    /// Its events with the keys of the items that produced them.
+    /// Its events with the keys of the items that produced them (none
+    /// kept when a part took them and [`Parts::keep_events`] is false).
     pub(super) events: EventBuf,
+    /// The part that was given the events, and whether it read their
+    /// timestamps.
+    pub(super) part: Option<(Box<dyn Part>, bool)>,
     /// Their counts.
     pub(super) counts: SourceCounts,
     /// Formatted input: the source's runs (with their numbers) up to and
@@ -159,18 +166,62 @@ struct Lane {
     stitch: Option<Stitch>,
     stamps: Vec<(u64, u8)>,
     events: EventBuf,
+    /// The part the events go to, and how they do.
+    part: Option<PartFeed>,
     counts: SourceCounts,
     runs: Vec<(u64, Run)>,
     /// The source has bytes in the chunk itself (not only in the warm-up).
     in_chunk: bool,
 }
 
-/// Run `op` on `decoder`, handing its events to `out`.
+/// A part, and whether the events it is given are kept too.
+struct PartFeed {
+    part: Box<dyn Part>,
+    keep: bool,
+    /// [`Parts::reads_timestamps`].
+    stamps: bool,
+}
+
+/// [`run_op`] for a worker's lane: its events go to its part, if any, as
+/// they come (kept only if the part's maker asks for them: storing an
+/// event costs more than the part's work on most, 17% of a raw PTM
+/// decode on one core).
 #[inline]
-pub(super) fn feed_op<F: FnMut(Event)>(decoder: &mut Decoder, op: Op, out: &mut F) {
+fn lane_op(
+    decoder: &mut Decoder,
+    key: u64,
+    op: &Op,
+    events: &mut EventBuf,
+    counts: &mut SourceCounts,
+    part: &mut Option<PartFeed>,
+) {
+    match part {
+        None => run_op(decoder, key, op, events, counts),
+        Some(PartFeed {
+            part, keep: false, ..
+        }) => feed_op(decoder, op, &mut |e: Event| {
+            counts.count(&e);
+            part.event(&e);
+        }),
+        Some(PartFeed {
+            part, keep: true, ..
+        }) => feed_op(decoder, op, &mut |e: Event| {
+            counts.count(&e);
+            part.event(&e);
+            events.push((key, e));
+        }),
+    }
+}
+
+/// Run `op` on `decoder`, handing its events to `out`. By reference: the
+/// parser has only just written the item field by field, and a copy of
+/// it as a whole would wait for those stores (measured: a third of the
+/// workers' time outside the decoder's engine).
+#[inline]
+pub(super) fn feed_op<F: FnMut(Event)>(decoder: &mut Decoder, op: &Op, out: &mut F) {
     match op {
-        Op::Packet(offset, packet) => decoder.push(offset, &packet, out),
-        Op::Error(offset) => decoder.packet_error(offset, out),
+        Op::Packet(offset, packet) => decoder.push(*offset, packet, out),
+        Op::Error(offset) => decoder.packet_error(*offset, out),
     }
 }
 
@@ -179,7 +230,7 @@ pub(super) fn feed_op<F: FnMut(Event)>(decoder: &mut Decoder, op: Op, out: &mut 
 pub(super) fn run_op(
     decoder: &mut Decoder,
     key: u64,
-    op: Op,
+    op: &Op,
     events: &mut EventBuf,
     counts: &mut SourceCounts,
 ) {
@@ -216,6 +267,7 @@ impl Lane {
             found,
             stamps,
             events,
+            part,
             counts,
             ..
         } = self;
@@ -224,7 +276,7 @@ impl Lane {
                 if let (Some((_, bits)), Op::Packet(o, _)) = (timestamp_of(&op), op) {
                     stamps.push((o, bits));
                 }
-                run_op(d, key_of(run, &op), op, events, counts);
+                lane_op(d, key_of(run, &op), &op, events, counts, part);
             });
             return;
         }
@@ -235,7 +287,7 @@ impl Lane {
                     // Warmed up: the decoder goes on up to and including
                     // the chunk's first I-sync, where the share starts.
                     let sync = matches!(&op, Op::Packet(_, p) if points.observe(p).is_some());
-                    feed_op(d, op, &mut |_| {});
+                    feed_op(d, &op, &mut |_| {});
                     if sync {
                         d.mark_share();
                         found.push((key, op));
@@ -257,10 +309,10 @@ impl Lane {
                     }
                 }
                 (_, Some(d)) => {
+                    lane_op(d, key, &op, events, counts, part);
                     if *phase == Phase::Found {
                         found.push((key, op));
                     }
-                    run_op(d, key, op, events, counts);
                 }
                 (_, None) => {}
             }
@@ -296,7 +348,7 @@ impl Lane {
             };
             match (decoder.as_mut(), sync, &op, memory.as_ref()) {
                 (Some(d), ..) => {
-                    feed_op(d, op, &mut |_| {});
+                    feed_op(d, &op, &mut |_| {});
                 }
                 (None, Some(before), Op::Packet(o, packet), Some(mem)) => {
                     if let Some(mut d) = Decoder::at_sync(*cfg, Arc::clone(mem), before, *o, packet)
@@ -323,6 +375,7 @@ impl Lane {
             decoder: self.decoder,
             stamps: self.stamps,
             events: self.events,
+            part: self.part.map(|p| (p.part, p.stamps)),
             counts: self.counts,
             runs: self.runs,
         }
@@ -341,6 +394,7 @@ pub(super) fn run_chunk(
         memories,
         seeds,
         caches,
+        parts,
     } = *work;
     let range = window.chunks.get(chunk).cloned().unwrap_or(0..0);
     let start = window.base + range.start as u64;
@@ -371,6 +425,13 @@ pub(super) fn run_chunk(
             stitch: None,
             stamps: Vec::new(),
             events,
+            part: parts.and_then(|p| {
+                Some(PartFeed {
+                    part: p.part(id)?,
+                    keep: p.keep_events(),
+                    stamps: p.reads_timestamps(),
+                })
+            }),
             counts: SourceCounts::default(),
             runs: Vec::new(),
             in_chunk: false,

@@ -15,9 +15,9 @@
 use super::chunk::{key_of, run_op, ChunkDone, LaneDone, Shared, IDS};
 use super::cuts::{Layout, Window};
 use super::parse::{low_bits, rebase, same_but_timestamp, timestamp_of, Op, PacketParser};
+use super::parts::Delivery;
 use super::{EventBuf, ParallelStats};
-use crate::decode::{Sink, SourceCounts};
-use std::io;
+use crate::decode::{Sink, SourceCounts, Take};
 use std::sync::Arc;
 use trace_core::decode::Decoder;
 use trace_core::demux::SourceStats;
@@ -75,7 +75,7 @@ struct Lane {
 }
 
 /// Everything the join works with.
-pub(super) struct Joiner<'a, 'b, F: FnMut(&Event) -> io::Result<()>> {
+pub(super) struct Joiner<'a, 'b, F: Take> {
     pub(super) shared: &'a Shared,
     pub(super) truth: &'a mut Truth,
     /// The memory image of a trace ID.
@@ -85,7 +85,7 @@ pub(super) struct Joiner<'a, 'b, F: FnMut(&Event) -> io::Result<()>> {
     pub(super) spare: &'a mut dyn FnMut() -> EventBuf,
 }
 
-impl<F: FnMut(&Event) -> io::Result<()>> Joiner<'_, '_, F> {
+impl<F: Take> Joiner<'_, '_, F> {
     /// Join chunk `chunk` of `window`, worked as `done`, and hand on its
     /// events; returns the event buffers for reuse and the number of
     /// events.
@@ -234,7 +234,7 @@ impl<F: FnMut(&Event) -> io::Result<()>> Joiner<'_, '_, F> {
                 }
             }
             if let Some(d) = decoder.as_mut() {
-                run_op(d, key, op, serial, counts);
+                run_op(d, key, &op, serial, counts);
             }
         });
         if redone {
@@ -273,8 +273,19 @@ impl<F: FnMut(&Event) -> io::Result<()>> Joiner<'_, '_, F> {
             }
             None => (false, 0),
         };
+        // A part has seen the worker's timestamps as they are: if it read
+        // them, a share whose timestamps need correcting is decoded again.
+        let exact = !l.done.part.as_ref().is_some_and(|p| p.1)
+            || (diff == 0
+                && stitch.items[1..]
+                    .iter()
+                    .zip(&l.tail)
+                    .all(|((_, a), (_, b))| {
+                        timestamp_of(a).map(|t| t.0) == timestamp_of(b).map(|t| t.0)
+                    }));
         let joined = same_items
             && same_parser
+            && exact
             && match (l.done.decoder.as_mut(), self.truth.decoders[id].as_ref()) {
                 (Some(part), Some(real)) => part.join(real),
                 _ => false,
@@ -303,7 +314,7 @@ impl<F: FnMut(&Event) -> io::Result<()>> Joiner<'_, '_, F> {
         l.mode = Mode::Full;
         if let Some(d) = self.truth.decoders[id].as_mut() {
             for (key, op) in l.tail.drain(..) {
-                run_op(d, key, op, &mut l.serial, &mut l.counts);
+                run_op(d, key, &op, &mut l.serial, &mut l.counts);
             }
         }
     }
@@ -318,9 +329,10 @@ impl<F: FnMut(&Event) -> io::Result<()>> Joiner<'_, '_, F> {
     }
 
     /// Count and hand on the chunk's events in the order of the items that
-    /// produced them.
+    /// produced them, then the results of the parts that saw some of them.
     fn emit(&mut self, lanes: Vec<Lane>) -> (Vec<EventBuf>, u64) {
-        let mut lists: Vec<Vec<EventBuf>> = Vec::with_capacity(lanes.len());
+        let mut lists: Vec<Vec<(EventBuf, bool)>> = Vec::with_capacity(lanes.len());
+        let mut parts = Vec::new();
         let mut spent = Vec::new();
         let mut total = 0u64;
         for l in lanes {
@@ -328,19 +340,29 @@ impl<F: FnMut(&Event) -> io::Result<()>> Joiner<'_, '_, F> {
                 continue;
             };
             counts.add(&l.counts);
-            total += l.serial.len() as u64;
-            let mut list = vec![l.serial];
+            total += l.counts.events;
+            let mut list = vec![(l.serial, false)];
             if l.mode == Mode::Accepted {
                 counts.add(&l.done.counts);
-                total += l.done.events.len() as u64;
-                list.push(l.done.events);
+                total += l.done.counts.events;
+                let folded = l.done.part.is_some();
+                list.push((l.done.events, folded));
+                if let Some((p, _)) = l.done.part {
+                    parts.push((l.done.id, p));
+                }
             } else {
                 spent.push(l.done.events);
             }
             lists.push(list);
         }
         deliver_in_order(&lists, self.sink);
-        spent.extend(lists.into_iter().flatten());
+        for (id, p) in parts {
+            self.sink.hand(Delivery::Part {
+                id,
+                result: p.into_any(),
+            });
+        }
+        spent.extend(lists.into_iter().flatten().map(|(b, _)| b));
         (spent, total)
     }
 }
@@ -400,26 +422,26 @@ fn fix_timestamps(l: &mut Lane, worker: &[(u64, Op)], diff: u64) {
     }
 }
 
+/// A run of a source's events, and whether a part saw them.
+type Batch<'a> = (&'a [(u64, Event)], bool);
+
 /// Hand on the (counted) events of several sources in key order (each
-/// source's lists are in order already).
-fn deliver_in_order<F: FnMut(&Event) -> io::Result<()>>(
-    lists: &[Vec<EventBuf>],
-    sink: &mut Sink<'_, F>,
-) {
-    let lists: Vec<Vec<&[(u64, Event)]>> = lists
+/// source's lists are in order already; those marked were seen by a part).
+fn deliver_in_order<F: Take>(lists: &[Vec<(EventBuf, bool)>], sink: &mut Sink<'_, F>) {
+    let lists: Vec<Vec<Batch<'_>>> = lists
         .iter()
         .map(|b| {
             b.iter()
-                .filter(|v| !v.is_empty())
-                .map(Vec::as_slice)
+                .filter(|(v, _)| !v.is_empty())
+                .map(|(v, f)| (v.as_slice(), *f))
                 .collect::<Vec<_>>()
         })
         .filter(|b| !b.is_empty())
         .collect();
     if lists.len() <= 1 {
-        for batch in lists.iter().flatten() {
-            for (_, e) in *batch {
-                sink.deliver(e);
+        for &(batch, folded) in lists.iter().flatten() {
+            for (_, e) in batch {
+                sink.hand(delivery(e, folded));
             }
         }
         return;
@@ -430,7 +452,7 @@ fn deliver_in_order<F: FnMut(&Event) -> io::Result<()>>(
     let mut heads = vec![(0usize, 0usize); lists.len()];
     let key = |heads: &[(usize, usize)], i: usize| -> Option<u64> {
         let (b, p) = heads[i];
-        lists[i].get(b).and_then(|v| v.get(p)).map(|(k, _)| *k)
+        lists[i].get(b).and_then(|(v, _)| v.get(p)).map(|(k, _)| *k)
     };
     loop {
         let mut best: Option<(u64, usize)> = None;
@@ -452,11 +474,11 @@ fn deliver_in_order<F: FnMut(&Event) -> io::Result<()>>(
             return;
         };
         let (b, p) = &mut heads[i];
-        while let Some(run) = lists[i].get(*b) {
+        while let Some(&(run, folded)) = lists[i].get(*b) {
             let rest = run.get(*p..).unwrap_or(&[]);
             let n = rest.iter().take_while(|(k, _)| *k < others).count();
             for (_, e) in &rest[..n] {
-                sink.deliver(e);
+                sink.hand(delivery(e, folded));
             }
             *p += n;
             if *p < run.len() {
@@ -465,5 +487,15 @@ fn deliver_in_order<F: FnMut(&Event) -> io::Result<()>>(
             *b += 1;
             *p = 0;
         }
+    }
+}
+
+/// `e` handed on as a part's (`folded`) or not.
+#[inline]
+fn delivery(e: &Event, folded: bool) -> Delivery<'_> {
+    if folded {
+        Delivery::Folded(e)
+    } else {
+        Delivery::Event(e)
     }
 }
