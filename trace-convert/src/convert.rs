@@ -21,9 +21,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod parts;
+
 use crate::callstack::{CallStacks, StackStats};
 use crate::clock::{ClockInfo, ClockKind, Clocks};
-use crate::decode::{self as dec, ExtraMemory};
+use crate::decode::{self as dec, Delivery, ExtraMemory};
 use crate::input::{Input, InputError};
 use crate::packets::ReadError;
 use crate::progress::Progress;
@@ -179,6 +181,40 @@ pub struct IdReport {
 }
 
 impl IdReport {
+    /// Count one event.
+    #[inline]
+    pub fn count(&mut self, e: &Event) {
+        if let EventKind::Range(x) = &e.kind {
+            count_range(self, x);
+            return;
+        }
+        self.events += 1;
+        match e.kind {
+            EventKind::Exception { .. } => self.exceptions += 1,
+            EventKind::Gap(_) => self.gaps += 1,
+            EventKind::TraceOn { cycles, .. } => {
+                self.trace_on += 1;
+                self.cycles += cycles.map_or(0, u64::from);
+            }
+            EventKind::AddrNacc { addr } => *self.nacc.entry(addr).or_insert(0) += 1,
+            _ => self.cycles += crate::clock::cycles_of(&e.kind),
+        }
+    }
+
+    /// Add another's counters.
+    pub fn add(&mut self, other: &IdReport) {
+        self.events += other.events;
+        self.ranges += other.ranges;
+        self.instructions += other.instructions;
+        self.cycles += other.cycles;
+        self.exceptions += other.exceptions;
+        self.gaps += other.gaps;
+        self.trace_on += other.trace_on;
+        for (a, n) in &other.nacc {
+            *self.nacc.entry(*a).or_insert(0) += n;
+        }
+    }
+
     /// The `n` addresses reported not accessible most often, most first.
     #[must_use]
     pub fn top_nacc(&self, n: usize) -> Vec<(u32, u64)> {
@@ -344,6 +380,13 @@ impl<'a> Converter<'a> {
     /// A sink's output error, naming the sink, trace ID and offset.
     #[inline]
     pub fn event(&mut self, e: &Event, memory: Option<&dyn MemoryImage>) -> io::Result<()> {
+        self.take(e, memory, true)
+    }
+
+    /// [`event`](Self::event), the event handed to the sinks that take
+    /// batches only if `batch` (not when a part has seen it).
+    #[inline]
+    fn take(&mut self, e: &Event, memory: Option<&dyn MemoryImage>, batch: bool) -> io::Result<()> {
         if !self.report.stacks_built {
             // Only sinks of plain events: no stacks, no clock.
             if !self.began {
@@ -351,7 +394,7 @@ impl<'a> Converter<'a> {
             }
             self.count(e);
             self.last_offset[usize::from(e.id)] = e.offset;
-            return self.batch(e);
+            return if batch { self.batch(e) } else { Ok(()) };
         }
         if let EventKind::Range(r) = &e.kind {
             // The common case, a range that changes no frame; its thread
@@ -363,11 +406,15 @@ impl<'a> Converter<'a> {
                 if self.every {
                     self.dispatch(e, thread, span, memory, false)?;
                 }
-                return self.batch(e);
+                return if batch { self.batch(e) } else { Ok(()) };
             }
         }
         self.any_event(e, memory)?;
-        self.batch(e)
+        if batch {
+            self.batch(e)
+        } else {
+            Ok(())
+        }
     }
 
     /// Keep `e` for the sinks that take batches. Done after the event's
@@ -431,22 +478,7 @@ impl<'a> Converter<'a> {
 
     #[inline]
     fn count(&mut self, e: &Event) {
-        let r = &mut self.ids[usize::from(e.id)];
-        if let EventKind::Range(x) = &e.kind {
-            count_range(r, x);
-            return;
-        }
-        r.events += 1;
-        match e.kind {
-            EventKind::Exception { .. } => r.exceptions += 1,
-            EventKind::Gap(_) => r.gaps += 1,
-            EventKind::TraceOn { cycles, .. } => {
-                r.trace_on += 1;
-                r.cycles += cycles.map_or(0, u64::from);
-            }
-            EventKind::AddrNacc { addr } => *r.nacc.entry(addr).or_insert(0) += 1,
-            _ => r.cycles += crate::clock::cycles_of(&e.kind),
-        }
+        self.ids[usize::from(e.id)].count(e);
     }
 
     fn end_of(&mut self, e: &Event, memory: Option<&dyn MemoryImage>) -> io::Result<()> {
@@ -637,20 +669,37 @@ pub fn convert_input(
         // an `Arc<dyn _>` for every event reads the type's alignment first.
         let by_id: Vec<&dyn MemoryImage> = by_id.iter().map(|m| &**m).collect();
         let mut bar = Progress::new(size, progress, &capture.path);
-        let summary = dec::decode_capture(
-            capture,
-            |name| {
-                images
-                    .get(name)
-                    .cloned()
-                    .unwrap_or_else(|| Arc::clone(&fallback))
-            },
-            |e| {
+        let memory = |name: &str| {
+            images
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| Arc::clone(&fallback))
+        };
+        let summary = match conv.parts() {
+            None => dec::decode_capture(capture, memory, |e| {
                 bar.at(e.offset);
                 let mem = by_id.get(usize::from(e.id)).copied().unwrap_or(&*fallback);
                 conv.event(e, Some(mem))
-            },
-        )
+            }),
+            // Work of a sink done on the decoding threads.
+            Some(parts) => dec::decode_capture_parts(
+                capture,
+                memory,
+                &dec::DecodeOptions::default(),
+                parts,
+                |d| match d {
+                    Delivery::Event(e) | Delivery::Folded(e) => {
+                        bar.at(e.offset);
+                        let mem = by_id.get(usize::from(e.id)).copied().unwrap_or(&*fallback);
+                        conv.deliver(d, Some(mem))
+                    }
+                    Delivery::Part { chunk_end, .. } => {
+                        bar.at(chunk_end);
+                        conv.deliver(d, None)
+                    }
+                },
+            ),
+        }
         .map_err(|source| ConvertError::Read {
             path: capture.path.clone(),
             source,

@@ -29,7 +29,9 @@ pub mod perfetto;
 
 use crate::callstack::{Frame, Names};
 use crate::clock::ClockInfo;
+use crate::decode::Parts;
 use crate::symbols::Symbolizer;
+use std::any::Any;
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex};
 use trace_core::event::{Event, EventKind};
@@ -192,6 +194,26 @@ pub trait Sink {
     /// An output error.
     fn events(&mut self, events: &[Event]) -> io::Result<()> {
         let _ = events;
+        Ok(())
+    }
+
+    /// For a sink whose interest is [`Interest::EventsOnly`]: work on its
+    /// events that a parallel decode can do on its worker threads, one
+    /// source's share of a chunk at a time (see [`Parts`]); the results
+    /// come back through [`part`](Self::part), in order, in the place of
+    /// the events they saw. None by default.
+    fn parts(&self) -> Option<Arc<dyn Parts>> {
+        None
+    }
+
+    /// The result of one of [`parts`](Self::parts)' parts: what trace ID
+    /// `id`'s events after those given so far made.
+    ///
+    /// # Errors
+    ///
+    /// An output error, or a result the sink's parts did not make.
+    fn part(&mut self, id: u8, result: Box<dyn Any + Send>) -> io::Result<()> {
+        let _ = (id, result);
         Ok(())
     }
 

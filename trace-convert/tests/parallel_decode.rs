@@ -132,7 +132,7 @@ fn check_parts(
                 handed.push(*e);
                 folded.entry(e.id).or_default().push(*e);
             }
-            Delivery::Part { id, result } => {
+            Delivery::Part { id, result, .. } => {
                 let seen = *result.downcast::<Vec<Event>>().unwrap();
                 assert!(!parts.even_only || id % 2 == 0, "{what}: part for {id}");
                 if parts.keep {

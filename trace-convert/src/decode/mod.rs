@@ -15,7 +15,9 @@ use trace_core::demux::{Demux, Item, SourceStats};
 use trace_core::event::{Event, EventKind};
 use trace_core::memory::{MemoryError, MemoryImage, MemoryMap, Space};
 
-pub use parallel::{decode_capture_with, DecodeOptions, Delivery, Part, Parts};
+pub use parallel::{
+    decode_capture_parts, decode_capture_with, DecodeOptions, Delivery, Part, Parts,
+};
 pub use record::{write_event, EventFormat, EventRecord};
 
 /// A `--mem FILE@ADDR` argument.

@@ -34,6 +34,10 @@
 //! length, ISA, space, IT state), and the code is decoded once per distinct
 //! range; per-instruction counts are made when asked for.
 
+mod part;
+
+pub use part::CoveragePart;
+
 use super::lcov::{FileCoverage, FunctionCoverage, LcovReport};
 use isa_decode::{Cond, ItState, Kind};
 use std::collections::{BTreeMap, HashMap};

@@ -2,9 +2,11 @@
 //! line, function and branch coverage with the DWARF line tables of the
 //! `--elf` files (see [`crate::formats::coverage`]).
 
-use crate::formats::coverage::{Coverage, LcovOptions};
+use crate::decode::{Part, Parts};
+use crate::formats::coverage::{Coverage, CoveragePart, LcovOptions};
 use crate::sink::{EventCtx, Interest, Output, RunInfo, Sink};
 use crate::symbols::Symbolizer;
+use std::any::Any;
 use std::io;
 use std::sync::Arc;
 use trace_core::event::{Event, Isa};
@@ -71,6 +73,18 @@ impl<W: Output> Sink for LcovSink<'_, W> {
         Ok(())
     }
 
+    fn parts(&self) -> Option<Arc<dyn Parts>> {
+        Some(Arc::new(CoverageParts(self.coverage.memory())))
+    }
+
+    fn part(&mut self, _id: u8, result: Box<dyn Any + Send>) -> io::Result<()> {
+        let part = result
+            .downcast::<CoveragePart>()
+            .map_err(|_| io::Error::other("lcov: a part result of another sink"))?;
+        self.coverage.merge(*part);
+        Ok(())
+    }
+
     fn finish(mut self: Box<Self>, _info: &RunInfo) -> io::Result<()> {
         let symbols = self.symbols;
         let report =
@@ -78,5 +92,34 @@ impl<W: Output> Sink for LcovSink<'_, W> {
                 .to_lcov(|a| symbols.line_info(a), symbols.line_rows(), &self.options);
         report.write(&mut self.out)?;
         self.out.complete()
+    }
+}
+
+/// Coverage counted on the decoding threads, a share at a time (see
+/// [`CoveragePart`]).
+struct CoverageParts(Arc<dyn MemoryImage>);
+
+impl Parts for CoverageParts {
+    fn part(&self, id: u8) -> Option<Box<dyn Part>> {
+        Some(Box::new(CoveragePart::new(id, Arc::clone(&self.0))))
+    }
+
+    fn keep_events(&self) -> bool {
+        false
+    }
+
+    fn reads_timestamps(&self) -> bool {
+        false
+    }
+}
+
+impl Part for CoveragePart {
+    #[inline]
+    fn event(&mut self, event: &Event) {
+        self.add(event);
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
+        self
     }
 }

@@ -181,7 +181,7 @@ impl<F: Take> Joiner<'_, '_, F> {
                 }
             }
         }
-        self.emit(lanes)
+        self.emit(lanes, start + bytes.len() as u64)
     }
 
     /// Parse a piece of a source's bytes with the real parser.
@@ -329,8 +329,9 @@ impl<F: Take> Joiner<'_, '_, F> {
     }
 
     /// Count and hand on the chunk's events in the order of the items that
-    /// produced them, then the results of the parts that saw some of them.
-    fn emit(&mut self, lanes: Vec<Lane>) -> (Vec<EventBuf>, u64) {
+    /// produced them, then the results of the parts that saw some of them
+    /// (the chunk ends at offset `chunk_end`).
+    fn emit(&mut self, lanes: Vec<Lane>, chunk_end: u64) -> (Vec<EventBuf>, u64) {
         let mut lists: Vec<Vec<(EventBuf, bool)>> = Vec::with_capacity(lanes.len());
         let mut parts = Vec::new();
         let mut spent = Vec::new();
@@ -360,6 +361,7 @@ impl<F: Take> Joiner<'_, '_, F> {
             self.sink.hand(Delivery::Part {
                 id,
                 result: p.into_any(),
+                chunk_end,
             });
         }
         spent.extend(lists.into_iter().flatten().map(|(b, _)| b));

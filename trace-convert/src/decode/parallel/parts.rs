@@ -68,5 +68,8 @@ pub enum Delivery<'a> {
         id: u8,
         /// What [`Part::into_any`] returned.
         result: Box<dyn Any + Send>,
+        /// Offset in the capture just past the chunk the share was in
+        /// (for progress reports).
+        chunk_end: u64,
     },
 }
