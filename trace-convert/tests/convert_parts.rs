@@ -9,7 +9,7 @@
 
 mod convert_common;
 
-use convert_common::{corpus_program, corpus_traces, resolve};
+use convert_common::{corpus_program, corpus_traces, trace_input};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use trace_convert::clock::ClockInfo;
@@ -17,7 +17,6 @@ use trace_convert::convert::{ConvertReport, Converter};
 use trace_convert::decode::parallel::{decode_parallel_parts, DecodeOptions, WarmUp};
 use trace_convert::decode::{decode_sequential, memory_for, ExtraMemory};
 use trace_convert::formats::coverage::{Coverage, CoveragePart, LcovOptions};
-use trace_convert::input::flags::SourceFlags;
 use trace_convert::input::Input;
 use trace_convert::sink::lcov::LcovSink;
 use trace_convert::sink::perfetto::PerfettoSink;
@@ -38,15 +37,7 @@ fn corpus_inputs(tmp: &Path) -> Vec<(PathBuf, Input, String)> {
         for (protocol, trace) in corpus_traces(&name, &flow, &mem) {
             let what = format!("{name} {}", protocol.name());
             let bin = tmp.join(format!("{name}-{}.bin", protocol.name()));
-            std::fs::write(&bin, &trace.bytes).unwrap();
-            let flags = SourceFlags {
-                protocol: Some(protocol),
-                etmcr: Some(trace.regs.etmcr),
-                etmccer: Some(trace.regs.etmccer),
-                etmidr: Some(trace.regs.etmidr),
-                ..SourceFlags::default()
-            };
-            out.push((elf.clone(), resolve(&bin, &flags), what));
+            out.push((elf.clone(), trace_input(&trace, protocol, &bin), what));
         }
     }
     out

@@ -176,6 +176,19 @@ pub fn corpus_traces(name: &str, flow: &Flow, mem: &MemoryMap) -> Vec<(Protocol,
     traces
 }
 
+/// `trace` written to `bin`, as an input with the flags that describe it.
+pub fn trace_input(trace: &Trace, protocol: Protocol, bin: &Path) -> Input {
+    std::fs::write(bin, &trace.bytes).expect("write capture");
+    let flags = SourceFlags {
+        protocol: Some(protocol),
+        etmcr: Some(trace.regs.etmcr),
+        etmccer: Some(trace.regs.etmccer),
+        etmidr: Some(trace.regs.etmidr),
+        ..SourceFlags::default()
+    };
+    resolve(bin, &flags)
+}
+
 /// Convert `trace` (written under `tmp`) with the symbols of `elf`,
 /// inlined frames on or off; check the Chrome JSON and return the folded
 /// stacks.
@@ -186,16 +199,11 @@ pub fn convert_trace(
     tmp: &Path,
     inline: bool,
 ) -> String {
-    let bin = tmp.join(format!("{}.bin", protocol.name()));
-    std::fs::write(&bin, &trace.bytes).expect("write capture");
-    let flags = SourceFlags {
-        protocol: Some(protocol),
-        etmcr: Some(trace.regs.etmcr),
-        etmccer: Some(trace.regs.etmccer),
-        etmidr: Some(trace.regs.etmidr),
-        ..SourceFlags::default()
-    };
-    let input = resolve(&bin, &flags);
+    let input = trace_input(
+        trace,
+        protocol,
+        &tmp.join(format!("{}.bin", protocol.name())),
+    );
     let elves = [elf.to_path_buf()];
     let mut symbols = Symbolizer::from_elves(&elves).expect("symbols");
     symbols.set_inline_scopes(inline);
