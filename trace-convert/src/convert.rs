@@ -394,7 +394,7 @@ impl<'a> Converter<'a> {
             }
             self.count(e);
             self.last_offset[usize::from(e.id)] = e.offset;
-            return if batch { self.batch(e) } else { Ok(()) };
+            return self.batch_if(batch, e);
         }
         if let EventKind::Range(r) = &e.kind {
             // The common case, a range that changes no frame; its thread
@@ -406,10 +406,16 @@ impl<'a> Converter<'a> {
                 if self.every {
                     self.dispatch(e, thread, span, memory, false)?;
                 }
-                return if batch { self.batch(e) } else { Ok(()) };
+                return self.batch_if(batch, e);
             }
         }
         self.any_event(e, memory)?;
+        self.batch_if(batch, e)
+    }
+
+    /// [`batch`](Self::batch) `e` if `batch`.
+    #[inline]
+    fn batch_if(&mut self, batch: bool, e: &Event) -> io::Result<()> {
         if batch {
             self.batch(e)
         } else {
