@@ -22,6 +22,74 @@
 //! say so ([`Parts::reads_timestamps`]), and then a share whose
 //! timestamps need correcting is decoded again on the calling thread
 //! instead (on the benchmark's two-source capture, 43% of the shares).
+//!
+//! Counting the instructions of each trace ID on the decoding threads:
+//!
+//! ```no_run
+//! use std::any::Any;
+//! use std::collections::BTreeMap;
+//! use std::path::Path;
+//! use std::sync::Arc;
+//! use trace_convert::decode::parallel::{
+//!     decode_capture_parts, DecodeOptions, Delivery, Part, Parts,
+//! };
+//! use trace_convert::decode::{memory_for, ExtraMemory};
+//! use trace_convert::input::{self, flags::SourceFlags};
+//! use trace_core::event::{Event, EventKind};
+//! use trace_core::memory::MemoryImage;
+//!
+//! struct Count(u64);
+//!
+//! impl Part for Count {
+//!     fn event(&mut self, e: &Event) {
+//!         if let EventKind::Range(r) = &e.kind {
+//!             self.0 += u64::from(r.count);
+//!         }
+//!     }
+//!     fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
+//!         Box::new(self.0)
+//!     }
+//! }
+//!
+//! struct Counting;
+//!
+//! impl Parts for Counting {
+//!     fn part(&self, _id: u8) -> Option<Box<dyn Part>> {
+//!         Some(Box::new(Count(0)))
+//!     }
+//!     fn keep_events(&self) -> bool {
+//!         false
+//!     }
+//!     fn reads_timestamps(&self) -> bool {
+//!         false
+//!     }
+//! }
+//!
+//! let input = input::resolve(Path::new("snapshot"), &SourceFlags::default())?;
+//! let mut per_id: BTreeMap<u8, u64> = BTreeMap::new();
+//! for capture in &input.captures {
+//!     let memory = |name: &str| -> Arc<dyn MemoryImage> {
+//!         let image = memory_for(input.snapshot.as_ref(), name, &ExtraMemory::default());
+//!         Arc::new(image.unwrap_or_default())
+//!     };
+//!     decode_capture_parts(capture, memory, &DecodeOptions::default(), Arc::new(Counting), |d| {
+//!         match d {
+//!             // Events of shares decoded on the calling thread.
+//!             Delivery::Event(e) | Delivery::Folded(e) => {
+//!                 if let EventKind::Range(r) = &e.kind {
+//!                     *per_id.entry(e.id).or_default() += u64::from(r.count);
+//!                 }
+//!             }
+//!             Delivery::Part { id, result, .. } => {
+//!                 *per_id.entry(id).or_default() += result.downcast::<u64>().map_or(0, |n| *n);
+//!             }
+//!         }
+//!         Ok(())
+//!     })?;
+//! }
+//! println!("{per_id:?}");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::any::Any;
 use trace_core::event::Event;
