@@ -316,21 +316,27 @@ impl Coverage {
         let i = match self.index.get(&key) {
             Some(&i) => i as usize,
             None => {
-                let i = self.ranges.len();
                 let full = unpack(key);
                 let it_out = walk(&*self.memory, &full, |_| {}).raw();
-                self.ranges.push(RangeCount {
-                    key,
-                    passed: 0,
-                    failed: 0,
-                    it_out,
-                });
-                self.keys.push(full);
-                self.index.insert(key, u32::try_from(i).unwrap_or(u32::MAX));
-                i
+                self.insert(key, full, it_out)
             }
         };
         self.cache[slot] = u32::try_from(i + 1).unwrap_or(0);
+        i
+    }
+
+    /// Add the range `key` (unpacked: `full`), not yet known, with no
+    /// counts and the IT state `it_out` after it; returns its index.
+    fn insert(&mut self, key: Packed, full: RangeKey, it_out: u8) -> usize {
+        let i = self.ranges.len();
+        self.ranges.push(RangeCount {
+            key,
+            passed: 0,
+            failed: 0,
+            it_out,
+        });
+        self.keys.push(full);
+        self.index.insert(key, u32::try_from(i).unwrap_or(u32::MAX));
         i
     }
 

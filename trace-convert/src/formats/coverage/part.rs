@@ -101,18 +101,7 @@ impl Coverage {
         for (c, key) in coverage.ranges.iter().zip(&coverage.keys) {
             let i = match self.index.get(&c.key) {
                 Some(&i) => i as usize,
-                None => {
-                    let i = self.ranges.len();
-                    self.ranges.push(super::RangeCount {
-                        passed: 0,
-                        failed: 0,
-                        ..*c
-                    });
-                    self.keys.push(*key);
-                    self.index
-                        .insert(c.key, u32::try_from(i).unwrap_or(u32::MAX));
-                    i
-                }
+                None => self.insert(c.key, *key, c.it_out),
             };
             if let Some(r) = self.ranges.get_mut(i) {
                 r.passed += c.passed;
