@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use trace_convert::clock::ClockInfo;
 use trace_convert::convert::{ConvertReport, Converter};
-use trace_convert::decode::parallel::{decode_parallel_parts, DecodeOptions, WarmUp};
+use trace_convert::decode::parallel::{
+    decode_capture_parts, decode_parallel_parts, DecodeOptions, Delivery, WarmUp,
+};
 use trace_convert::decode::{decode_sequential, memory_for, ExtraMemory};
 use trace_convert::formats::coverage::{Coverage, CoveragePart, LcovOptions};
 use trace_convert::input::Input;
@@ -150,17 +152,15 @@ fn convert(
         }
         Some(opts) => {
             let parts = conv.parts().expect("LCOV offers parts");
-            decode_parallel_parts(
-                spec,
-                |_| Arc::clone(&mem),
-                opts,
-                Some(parts),
-                |d| {
-                    used_parts |= matches!(d, trace_convert::decode::Delivery::Part { .. });
-                    conv.deliver(d, Some(&*mem))
-                },
-            )
-            .unwrap();
+            let each = |d: Delivery<'_>| {
+                used_parts |= matches!(d, Delivery::Part { .. });
+                conv.deliver(d, Some(&*mem))
+            };
+            if opts.jobs == 1 {
+                decode_capture_parts(spec, |_| Arc::clone(&mem), opts, parts, each).unwrap();
+            } else {
+                decode_parallel_parts(spec, |_| Arc::clone(&mem), opts, Some(parts), each).unwrap();
+            }
         }
     }
     let report = conv.finish().unwrap();
@@ -176,7 +176,14 @@ fn coverage_counted_by_the_decoding_threads_equals_one_pass() {
         for perfetto in [false, true] {
             let (want, _) = convert(input, elf, perfetto, None);
             assert!(!want.0.is_empty(), "{what}: no LCOV");
-            for (part_bytes, jobs) in [(16, 2), (100, 3), (1000, 2), (1 << 20, 2)] {
+            for (part_bytes, jobs) in [
+                (16, 2),
+                (100, 3),
+                (1000, 2),
+                (1 << 20, 2),
+                (16, 1),
+                (1000, 1),
+            ] {
                 let opts = DecodeOptions {
                     jobs,
                     min_parallel_bytes: 0,
@@ -185,7 +192,13 @@ fn coverage_counted_by_the_decoding_threads_equals_one_pass() {
                     warm_up: WarmUp::Auto,
                 };
                 let (got, used) = convert(input, elf, perfetto, Some(&opts));
-                let how = format!("{what}, Perfetto {perfetto}, chunks of {part_bytes}");
+                let how =
+                    format!("{what}, Perfetto {perfetto}, chunks of {part_bytes}, {jobs} jobs");
+                if jobs == 1 {
+                    // One thread feeds parts that keep no events (LCOV
+                    // alone), and makes none when the events are kept.
+                    assert_eq!(used, !perfetto, "{how}: parts used");
+                }
                 assert!(got.0 == want.0, "{how}: LCOV differs");
                 assert!(got.1 == want.1, "{how}: Perfetto differs");
                 assert_eq!(got.2.ids, want.2.ids, "{how}: counters");

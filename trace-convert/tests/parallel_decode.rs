@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use trace_convert::decode::parallel::{
-    decode_parallel, decode_parallel_parts, DecodeOptions, Delivery, ParallelStats, Part, Parts,
-    WarmUp,
+    decode_capture_parts, decode_parallel, decode_parallel_parts, DecodeOptions, Delivery,
+    ParallelStats, Part, Parts, WarmUp,
 };
 use trace_convert::decode::{
     decode_sequential, memory_for, write_event, DecodeSummary, EventFormat, ExtraMemory,
@@ -121,7 +121,7 @@ fn check_parts(
     let mut folded: BTreeMap<u8, Vec<Event>> = BTreeMap::new();
     let mut results = 0u64;
     let what = format!("{}: {opts:?}, {parts:?}", spec.path.display());
-    decode_parallel_parts(spec, images(input), opts, Some(Arc::new(parts)), |d| {
+    let each = |d: Delivery<'_>| {
         match d {
             Delivery::Event(e) => {
                 handed.push(*e);
@@ -146,8 +146,13 @@ fn check_parts(
             }
         }
         Ok(())
-    })
-    .unwrap();
+    };
+    if opts.jobs == 1 {
+        // The calling thread feeds the parts itself.
+        decode_capture_parts(spec, images(input), opts, Arc::new(parts), each).unwrap();
+    } else {
+        decode_parallel_parts(spec, images(input), opts, Some(Arc::new(parts)), each).unwrap();
+    }
     assert!(
         folded.values().all(Vec::is_empty),
         "{what}: folded events without a part"
@@ -309,6 +314,38 @@ fn snapshot(name: &str) -> Option<Input> {
 
 fn sum(stats: &[ParallelStats], f: impl Fn(&ParallelStats) -> u64) -> u64 {
     stats.iter().map(f).sum()
+}
+
+/// On one thread, parts that keep no events are fed by the calling
+/// thread and handed on about every `part_bytes` of the capture; parts that
+/// keep events are not made, and every event is handed on.
+#[test]
+fn one_thread_feeds_parts_that_keep_no_events() {
+    for name in ["tc2-ptm-rstk-t32", "TC2"] {
+        let Some(input) = snapshot(name) else {
+            return;
+        };
+        for spec in &input.captures {
+            let (want, _) = sequential(&input, spec);
+            let size = std::fs::metadata(&spec.path).unwrap().len();
+            for part_bytes in [1, 1000, 1 << 30] {
+                let opts = options(1, part_bytes);
+                for parts in PART_KINDS {
+                    let results = check_parts(&input, spec, &opts, parts, &want);
+                    let what =
+                        format!("{}: chunks of {part_bytes}, {parts:?}", spec.path.display());
+                    if parts.keep {
+                        assert_eq!(results, 0, "{what}: parts made");
+                    } else if part_bytes == 1 << 30 {
+                        // One part per source with a part, at the end.
+                        assert!((1..=4).contains(&results), "{what}: {results} parts");
+                    } else {
+                        assert!(results > size / part_bytes / 4, "{what}: {results} parts");
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[test]

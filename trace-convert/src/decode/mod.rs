@@ -1,6 +1,7 @@
 //! Decoding captures into instruction-flow events: memory images for each
 //! source, one [`Decoder`] per trace ID, and the `decode` listing.
 
+mod in_parts;
 pub mod parallel;
 pub mod record;
 
@@ -193,8 +194,17 @@ pub fn decode_capture(
 /// As [`decode_capture`].
 pub fn decode_sequential(
     spec: &CaptureSpec,
-    mut memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
+    memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
     each: impl FnMut(&Event) -> io::Result<()>,
+) -> Result<DecodeSummary, ReadError> {
+    decode_sequential_into(spec, memory, &mut OnlyEvents(each))
+}
+
+/// [`decode_sequential`] handing every delivery to `each`.
+pub(crate) fn decode_sequential_into<T: Take>(
+    spec: &CaptureSpec,
+    mut memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
+    each: &mut T,
 ) -> Result<DecodeSummary, ReadError> {
     // The decoders in order of first use, and per trace ID the index of
     // its decoder (NO_DECODER: none). Looked up for every packet: a table
@@ -202,11 +212,10 @@ pub fn decode_sequential(
     // has only just written.
     let mut decoders: Vec<Decoder> = Vec::new();
     let mut slot = [NO_DECODER; 256];
-    let mut each = OnlyEvents(each);
     let mut sink = Sink {
         counts: Box::new([SourceCounts::default(); 256]),
         failure: None,
-        each: &mut each,
+        each,
     };
     let (demux, bytes) = stream_capture(spec, |items| {
         for item in items {
@@ -253,6 +262,11 @@ pub fn decode_sequential(
             dec.finish(&mut |e| sink.on(&e));
         }
     }
+    if sink.failure.is_none() {
+        if let Err(e) = sink.each.end() {
+            sink.failure = Some(e);
+        }
+    }
     if let Some(e) = sink.failure.take() {
         return Err(ReadError::Output(e));
     }
@@ -275,6 +289,15 @@ const NO_DECODER: u8 = u8::MAX;
 pub(crate) trait Take {
     /// Take one delivery.
     fn take(&mut self, d: Delivery<'_>) -> io::Result<()>;
+
+    /// The decode has ended (after every delivery).
+    ///
+    /// # Errors
+    ///
+    /// An error of what is handed on then.
+    fn end(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A consumer of events only: it is handed every event, and no part is

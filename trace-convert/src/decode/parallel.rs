@@ -201,8 +201,12 @@ pub fn decode_capture_with(
 /// [`decode_capture_with`] with work done on the worker threads: each
 /// source's events in each chunk a worker decodes go to a fresh part made
 /// by `parts` (see [`Parts`]), and `each` is handed the parts' results in
-/// the place of those events. On one thread (or a small capture), every
-/// event is handed on as [`Delivery::Event`] and no part is made.
+/// the place of those events. On one thread (or a small capture), the
+/// calling thread decodes and feeds parts that keep no events itself,
+/// handing their results on about every `opts.part_bytes` of the capture;
+/// parts that keep events are not made then, and every event is handed on
+/// as [`Delivery::Event`] (the consumer does the part's work on it as
+/// fast).
 ///
 /// # Errors
 ///
@@ -212,11 +216,17 @@ pub fn decode_capture_parts(
     memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
     opts: &DecodeOptions,
     parts: Arc<dyn Parts>,
-    mut each: impl FnMut(Delivery<'_>) -> io::Result<()>,
+    each: impl FnMut(Delivery<'_>) -> io::Result<()>,
 ) -> Result<DecodeSummary, ReadError> {
     let size = std::fs::metadata(&spec.path).map_or(0, |m| m.len());
     if opts.jobs <= 1 || size < opts.min_parallel_bytes {
-        return super::decode_sequential(spec, memory, |e| each(Delivery::Event(e)));
+        return super::in_parts::decode_sequential_parts(
+            spec,
+            memory,
+            Some(&*parts),
+            opts.part_bytes,
+            &mut All(each),
+        );
     }
     decode_parallel_parts(spec, memory, opts, Some(parts), each).map(|(s, _)| s)
 }
@@ -383,8 +393,14 @@ fn decode_chunks<T: Take>(
         FrameMode::Raw { id } => (Layout::Raw, id & 0x7F),
         FrameMode::Memory => (Layout::Frames, 0),
         FrameMode::Continuous => {
-            return super::decode_sequential(spec, memory, |e| each.take(Delivery::Event(e)))
-                .map(|s| (s, ParallelStats::default()));
+            return super::in_parts::decode_sequential_parts(
+                spec,
+                memory,
+                parts.as_deref(),
+                opts.part_bytes,
+                &mut each,
+            )
+            .map(|s| (s, ParallelStats::default()));
         }
     };
     // Checks the configuration, and gives the sources parsed from the
