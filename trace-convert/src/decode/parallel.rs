@@ -87,7 +87,9 @@ pub struct DecodeOptions {
     /// thread.
     pub min_parallel_bytes: u64,
     /// The capture is cut into chunks of at most about this many bytes
-    /// (fewer when the trace gives many events per byte).
+    /// (fewer when the trace gives many events per byte); on the calling
+    /// thread only, the results of [`Parts`] are handed on about this
+    /// often.
     pub part_bytes: u64,
     /// Chunks per thread in one window of work; two windows are handed
     /// out ahead of the join.
