@@ -11,7 +11,8 @@ Checks, failing with exit status 1 and a message:
 - every interned name id resolves to a name sent earlier on the sequence;
 - per track, timestamps never go backwards, every slice end closes an open
   slice, and no slice is left open; slices and instants are named;
-  counter values only go to counter tracks.
+  counter values (counter events, and the extra counter values other
+  events carry) only go to counter tracks.
 
 Prints a JSON summary on standard output: for each track (by name) its
 kind, parent name, slices [name, begin, end, depth], instants [name, ts]
@@ -133,6 +134,17 @@ def main():
                     t["counters"].append([ts, e.counter_value])
             else:
                 fail(f"packet {i}: unexpected event type {e.type}")
+            # Counter values carried by the event (sampled at its time).
+            if len(e.extra_counter_track_uuids) != len(e.extra_counter_values):
+                fail(f"packet {i}: extra counter tracks and values differ in number")
+            for uuid, value in zip(e.extra_counter_track_uuids, e.extra_counter_values):
+                c = tracks.get(uuid)
+                if c is None or c["kind"] != "counter":
+                    fail(f"packet {i}: extra counter value on a track that is not a counter")
+                if ts < last_ts.get(uuid, 0):
+                    fail(f"packet {i}: time goes backwards on {c['name']}")
+                last_ts[uuid] = ts
+                c["counters"].append([ts, value])
     for uuid, stack in stacks.items():
         if stack:
             fail(f"track {tracks[uuid]['name']}: {len(stack)} slices left open")

@@ -97,6 +97,10 @@ mod proto {
     pub const EVENT_COUNTER_VALUE: u32 = 30;
     /// `TrackEvent.double_counter_value`.
     pub const EVENT_DOUBLE_COUNTER_VALUE: u32 = 44;
+    /// `TrackEvent.extra_counter_track_uuids`.
+    pub const EVENT_EXTRA_COUNTER_TRACK_UUIDS: u32 = 31;
+    /// `TrackEvent.extra_counter_values`.
+    pub const EVENT_EXTRA_COUNTER_VALUES: u32 = 12;
 
     /// `TYPE_SLICE_BEGIN`.
     pub const TYPE_SLICE_BEGIN: u64 = 1;
@@ -331,10 +335,47 @@ impl<W: Write> PerfettoWriter<W> {
         self.open_slice(track, ts_ns, EventName::Interned(name))
     }
 
+    /// [`begin_named`](Self::begin_named), the same packet also giving
+    /// counter track `counter` the value `value` at `ts_ns`
+    /// (`TrackEvent.extra_counter_values`: a counter sampled where a slice
+    /// begins or ends costs a few bytes instead of a packet of its own).
+    ///
+    /// # Errors
+    ///
+    /// As [`begin_named`](Self::begin_named); also `InvalidInput` when
+    /// `counter` is not a counter track of this writer.
+    pub fn begin_named_counted(
+        &mut self,
+        track: TrackId,
+        ts_ns: u64,
+        name: NameId,
+        counter: TrackId,
+        value: i64,
+    ) -> io::Result<()> {
+        if name.0 == 0 || name.0 > self.names.len() as u64 {
+            return Err(invalid("unknown interned name"));
+        }
+        self.counter_track_state(counter, ts_ns)?;
+        let st = self.slice_track(track, ts_ns)?;
+        st.open += 1;
+        let extra = Some(Extra {
+            track: counter,
+            value,
+        });
+        self.emit_event(
+            track,
+            ts_ns,
+            proto::TYPE_SLICE_BEGIN,
+            EventName::Interned(name),
+            None,
+            extra,
+        )
+    }
+
     fn open_slice(&mut self, track: TrackId, ts_ns: u64, name: EventName<'_>) -> io::Result<()> {
         let st = self.slice_track(track, ts_ns)?;
         st.open += 1;
-        self.emit_event(track, ts_ns, proto::TYPE_SLICE_BEGIN, name, None)
+        self.emit_event(track, ts_ns, proto::TYPE_SLICE_BEGIN, name, None, None)
     }
 
     /// Close the latest open slice of `track` at `ts_ns`.
@@ -344,12 +385,46 @@ impl<W: Write> PerfettoWriter<W> {
     /// `InvalidInput` for an unknown or counter track, or a track with no
     /// open slice; the error of the underlying writer.
     pub fn end(&mut self, track: TrackId, ts_ns: u64) -> io::Result<()> {
+        self.close_slice(track, ts_ns, None)
+    }
+
+    /// [`end`](Self::end), the same packet also giving counter track
+    /// `counter` the value `value` at `ts_ns` (see
+    /// [`begin_named_counted`](Self::begin_named_counted)).
+    ///
+    /// # Errors
+    ///
+    /// As [`end`](Self::end); also `InvalidInput` when `counter` is not a
+    /// counter track of this writer.
+    pub fn end_counted(
+        &mut self,
+        track: TrackId,
+        ts_ns: u64,
+        counter: TrackId,
+        value: i64,
+    ) -> io::Result<()> {
+        self.counter_track_state(counter, ts_ns)?;
+        let extra = Some(Extra {
+            track: counter,
+            value,
+        });
+        self.close_slice(track, ts_ns, extra)
+    }
+
+    fn close_slice(&mut self, track: TrackId, ts_ns: u64, extra: Option<Extra>) -> io::Result<()> {
         let st = self.slice_track(track, ts_ns)?;
         if st.open == 0 {
             return Err(invalid("slice end on a track with no open slice"));
         }
         st.open -= 1;
-        self.emit_event(track, ts_ns, proto::TYPE_SLICE_END, EventName::None, None)
+        self.emit_event(
+            track,
+            ts_ns,
+            proto::TYPE_SLICE_END,
+            EventName::None,
+            None,
+            extra,
+        )
     }
 
     /// A zero-duration event named `name` on `track` at `ts_ns`.
@@ -365,6 +440,7 @@ impl<W: Write> PerfettoWriter<W> {
             ts_ns,
             proto::TYPE_INSTANT,
             EventName::Text(name),
+            None,
             None,
         )
     }
@@ -383,6 +459,7 @@ impl<W: Write> PerfettoWriter<W> {
             proto::TYPE_COUNTER,
             EventName::None,
             Some(CounterValue::Int(value)),
+            None,
         )
     }
 
@@ -399,6 +476,7 @@ impl<W: Write> PerfettoWriter<W> {
             proto::TYPE_COUNTER,
             EventName::None,
             Some(CounterValue::Double(value)),
+            None,
         )
     }
 
@@ -424,6 +502,7 @@ impl<W: Write> PerfettoWriter<W> {
                     st.last_ts,
                     proto::TYPE_SLICE_END,
                     EventName::None,
+                    None,
                     None,
                 )?;
             }
@@ -502,6 +581,7 @@ impl<W: Write> PerfettoWriter<W> {
         kind: u64,
         name: EventName<'_>,
         value: Option<CounterValue>,
+        extra: Option<Extra>,
     ) -> io::Result<()> {
         // The common packet (no new name to intern, not the first packet,
         // no double) is written straight into the output buffer, its
@@ -520,7 +600,11 @@ impl<W: Write> PerfettoWriter<W> {
             let msg = wire::uint_len(proto::EVENT_TYPE, kind)
                 + wire::uint_len(proto::EVENT_TRACK_UUID, track.uuid())
                 + iid.map_or(0, |i| wire::uint_len(proto::EVENT_NAME_IID, i))
-                + int.map_or(0, |v| wire::uint_len(proto::EVENT_COUNTER_VALUE, v));
+                + int.map_or(0, |v| wire::uint_len(proto::EVENT_COUNTER_VALUE, v))
+                + extra.map_or(0, |x| {
+                    wire::uint_len(proto::EVENT_EXTRA_COUNTER_TRACK_UUIDS, x.track.uuid())
+                        + wire::uint_len(proto::EVENT_EXTRA_COUNTER_VALUES, x.value as u64)
+                });
             // Only a packet that uses an interned name needs the
             // sequence's incremental state.
             let flags = iid.map(|_| proto::SEQ_NEEDS_INCREMENTAL_STATE);
@@ -544,6 +628,10 @@ impl<W: Write> PerfettoWriter<W> {
             }
             if let Some(v) = int {
                 wire::uint(b, proto::EVENT_COUNTER_VALUE, v);
+            }
+            if let Some(x) = extra {
+                wire::uint(b, proto::EVENT_EXTRA_COUNTER_TRACK_UUIDS, x.track.uuid());
+                wire::uint(b, proto::EVENT_EXTRA_COUNTER_VALUES, x.value as u64);
             }
             if self.buf.len() >= FLUSH_AT {
                 self.out.write_all(&self.buf)?;
@@ -570,6 +658,14 @@ impl<W: Write> PerfettoWriter<W> {
                 wire::double(&mut self.msg, proto::EVENT_DOUBLE_COUNTER_VALUE, v);
             }
             None => {}
+        }
+        if let Some(x) = extra {
+            wire::uint(
+                &mut self.msg,
+                proto::EVENT_EXTRA_COUNTER_TRACK_UUIDS,
+                x.track.uuid(),
+            );
+            wire::int(&mut self.msg, proto::EVENT_EXTRA_COUNTER_VALUES, x.value);
         }
         wire::bytes(&mut self.packet, proto::PACKET_TRACK_EVENT, &self.msg);
         self.end_packet()
@@ -601,6 +697,13 @@ impl<W: Write> PerfettoWriter<W> {
         }
         Ok(())
     }
+}
+
+/// A counter value carried by a slice event (`extra_counter_*`).
+#[derive(Debug, Clone, Copy)]
+struct Extra {
+    track: TrackId,
+    value: i64,
 }
 
 #[derive(Debug, Clone, Copy)]

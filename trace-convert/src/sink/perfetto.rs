@@ -2,6 +2,9 @@
 //! its own track, exceptions and trace gaps as instants, and the call
 //! depth as a counter.
 //!
+//! The call depth is sampled where it changes, by the slice packet of the
+//! change (`extra_counter_values`), not by packets of its own.
+//!
 //! Tracks: one thread track per core (process 1, thread = trace ID); with
 //! context IDs, one process per context ID (2, 3, ... in order of
 //! appearance) holding a thread track per core. Timestamps are
@@ -160,20 +163,36 @@ impl<W: Output> Sink for PerfettoSink<W> {
         };
         let t = self.layout.tracks(w, ctx.thread)?;
         let ts = ctx.clock.nanos(ctx.time);
-        for _ in ctx.closed {
-            w.end(t.slices, ts)?;
+        // The call depth once this instant's changes are done, carried by
+        // its last slice packet when it differs from the value shown.
+        let depth = i64::try_from(ctx.stack.len()).unwrap_or(i64::MAX);
+        let show = depth != t.shown;
+        let (slices, counter) = (t.slices, t.depth);
+        if show && (!ctx.closed.is_empty() || !ctx.opened.is_empty()) {
+            t.shown = depth;
+        }
+        let last_end = if ctx.opened.is_empty() && show {
+            ctx.closed.len()
+        } else {
+            usize::MAX
+        };
+        for i in 1..=ctx.closed.len() {
+            if i == last_end {
+                w.end_counted(slices, ts, counter, depth)?;
+            } else {
+                w.end(slices, ts)?;
+            }
         }
         if let Some(name) = &instant {
-            w.instant(t.slices, ts, name)?;
+            w.instant(slices, ts, name)?;
         }
-        for f in ctx.opened {
+        for (i, f) in ctx.opened.iter().enumerate() {
             let name = name_id(&mut self.iids, w, f.func, ctx)?;
-            w.begin_named(t.slices, ts, name)?;
-        }
-        let depth = i64::try_from(ctx.stack.len()).unwrap_or(i64::MAX);
-        if (!ctx.closed.is_empty() || !ctx.opened.is_empty()) && depth != t.shown {
-            w.counter(t.depth, ts, depth)?;
-            t.shown = depth;
+            if show && i + 1 == ctx.opened.len() {
+                w.begin_named_counted(slices, ts, name, counter, depth)?;
+            } else {
+                w.begin_named(slices, ts, name)?;
+            }
         }
         Ok(())
     }
