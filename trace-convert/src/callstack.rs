@@ -272,6 +272,23 @@ struct Thread {
     /// chain of inlined functions.
     lo: u32,
     hi: u32,
+    /// What the short path reads, made after every full update.
+    quick: Quick,
+}
+
+/// What [`CallStacks::quiet_range`] needs of a thread besides its pending
+/// transfer, made after every full update (the short path changes none
+/// of it): the frames as a few plain values.
+#[derive(Debug, Clone, Copy, Default)]
+struct Quick {
+    /// The thread has a real frame and no call past the depth bound.
+    open: bool,
+    /// The innermost real frame's entry.
+    entry: u32,
+    /// The function holding `entry`, when known (`fn_lo..fn_hi`, else
+    /// empty): a branch inside it is no tail call.
+    fn_lo: u32,
+    fn_hi: u32,
 }
 
 impl Thread {
@@ -296,9 +313,15 @@ impl Thread {
     /// whose target only shares a bit with a return address (one in
     /// nine of the branches in the bundled example's loops) changes no
     /// frame.
-    #[inline]
+    #[inline(always)]
     fn returns_to(&self, target: u32) -> bool {
-        self.rets & ret_bit(target) != 0 && self.frames.iter().any(|f| f.ret == Some(target))
+        self.rets & ret_bit(target) != 0 && self.holds_return(target)
+    }
+
+    /// Whether some frame returns to `target` (the filter said maybe).
+    #[inline(never)]
+    fn holds_return(&self, target: u32) -> bool {
+        self.frames.iter().any(|f| f.ret == Some(target))
     }
 
     /// The innermost real (not inlined) frame.
@@ -468,6 +491,7 @@ impl CallStacks {
             self.shared.closed.extend(t.frames.drain(..).rev());
             t.rets = 0;
             t.inl = 0;
+            t.quick = Quick::default();
             t.overflow = 0;
             t.pending = Pending::None;
             t.prev_end = None;
@@ -481,23 +505,20 @@ impl CallStacks {
     /// address on the stack), and runs where the inlined frames on top
     /// hold, it is applied and its thread returned. Otherwise nothing
     /// changes and `None` says to use `apply`.
-    #[inline]
-    pub fn quiet_range(&mut self, id: u8, r: &Range, symbols: &Symbolizer) -> Option<ThreadKey> {
+    #[inline(always)]
+    pub fn quiet_range(&mut self, id: u8, r: &Range) -> Option<ThreadKey> {
         let slot = *self.current_slot.get(usize::from(id))?;
         let t = self.threads.get_mut(slot)?;
-        t.frames.last()?;
+        let q = t.quick;
         let target = r.start;
-        let quiet = t.overflow == 0
+        let quiet = q.open
             && t.lo <= target
             && r.end <= t.hi
             && match t.pending {
                 Pending::None => t.prev_end == Some(target),
                 Pending::Branch => {
-                    let top = t.real_top()?;
-                    !t.returns_to(target)
-                        && (top.entry == target
-                            || (!symbols.is_empty()
-                                && self.shared.same_function_cached(top.entry, target)))
+                    (q.entry == target || (q.fn_lo <= target && target < q.fn_hi))
+                        && !t.returns_to(target)
                 }
                 _ => false,
             };
@@ -537,6 +558,7 @@ impl CallStacks {
             return key;
         };
         self.shared.apply(t, &event.kind, time, symbols);
+        t.quick = self.shared.quick(t, symbols);
         key
     }
 
@@ -811,12 +833,25 @@ impl Shared {
         t.prev_end = Some(r.end);
     }
 
-    /// Whether `a` and `b` are known to lie in one function from the
-    /// function last looked up alone.
+    /// The short path's view of `t` (after a full update).
     #[inline]
-    fn same_function_cached(&self, a: u32, b: u32) -> bool {
-        self.fn_cache
-            .is_some_and(|(start, end, _)| (start..end).contains(&a) && (start..end).contains(&b))
+    fn quick(&mut self, t: &Thread, symbols: &Symbolizer) -> Quick {
+        let Some(top) = t.real_top().copied() else {
+            return Quick::default();
+        };
+        let (fn_lo, fn_hi) = match self.function_of(symbols, top.entry) {
+            Some(i) => symbols
+                .functions()
+                .get(i)
+                .map_or((0, 0), |f| (f.start, f.end)),
+            None => (0, 0),
+        };
+        Quick {
+            open: t.overflow == 0,
+            entry: top.entry,
+            fn_lo,
+            fn_hi,
+        }
     }
 
     fn exception(&mut self, t: &mut Thread, ret: Option<u32>, time: u64, symbols: &Symbolizer) {
@@ -855,7 +890,7 @@ mod tests {
     /// Apply `e`, ranges through the short path first when `quick`.
     fn feed_either(s: &mut CallStacks, e: &Event, quick: bool, sym: &Symbolizer) -> ThreadKey {
         match (&e.kind, quick) {
-            (EventKind::Range(r), true) => match s.quiet_range(e.id, r, sym) {
+            (EventKind::Range(r), true) => match s.quiet_range(e.id, r) {
                 Some(k) => k,
                 None => s.apply(e, 0, sym),
             },
@@ -1062,7 +1097,7 @@ mod tests {
         let EventKind::Range(r) = range(twin, 1, InsnClass::Other, false, false).kind else {
             unreachable!()
         };
-        assert_eq!(s.quiet_range(1, &r, &sym), Some(k));
+        assert_eq!(s.quiet_range(1, &r), Some(k));
         assert!(!s.changed());
         assert_eq!(s.stack(k).len(), 2);
     }

@@ -257,8 +257,10 @@ pub struct Converter<'a> {
     every: bool,
     /// Some sink is given batches of events ([`Interest::EventsOnly`]).
     batching: bool,
-    /// Events for those sinks, not yet handed over.
-    batch: Vec<Event>,
+    /// Events for those sinks, the first `batched` not yet handed over
+    /// (a fixed array: filled in place, with no capacity to check).
+    batch: Box<[Event; BATCH]>,
+    batched: usize,
     /// How ranges across inlined code are cut.
     splits: crate::callstack::split::SplitCache,
     info: RunInfo,
@@ -295,7 +297,14 @@ impl<'a> Converter<'a> {
             interests: Vec::new(),
             every: false,
             batching: false,
-            batch: Vec::new(),
+            batch: Box::new(
+                [Event {
+                    offset: 0,
+                    id: 0,
+                    kind: EventKind::NoSync,
+                }; BATCH],
+            ),
+            batched: 0,
             splits: crate::callstack::split::SplitCache::default(),
             info: RunInfo {
                 clock,
@@ -320,10 +329,7 @@ impl<'a> Converter<'a> {
         // report when there is no sink at all.
         self.report.stacks_built = interest != Interest::EventsOnly
             || self.interests.iter().any(|i| *i != Interest::EventsOnly);
-        if interest == Interest::EventsOnly && !self.batching {
-            self.batching = true;
-            self.batch.reserve_exact(BATCH);
-        }
+        self.batching |= interest == Interest::EventsOnly;
         self.interests.push(interest);
         self.sinks.push(sink);
     }
@@ -385,7 +391,7 @@ impl<'a> Converter<'a> {
 
     /// [`event`](Self::event), the event handed to the sinks that take
     /// batches only if `batch` (not when a part has seen it).
-    #[inline]
+    #[inline(always)]
     fn take(&mut self, e: &Event, memory: Option<&dyn MemoryImage>, batch: bool) -> io::Result<()> {
         if !self.report.stacks_built {
             // Only sinks of plain events: no stacks, no clock.
@@ -399,7 +405,7 @@ impl<'a> Converter<'a> {
         if let EventKind::Range(r) = &e.kind {
             // The common case, a range that changes no frame; its thread
             // exists, so the run has begun.
-            if let Some(thread) = self.stacks.quiet_range(e.id, r, self.symbols) {
+            if let Some(thread) = self.stacks.quiet_range(e.id, r) {
                 count_range(&mut self.ids[usize::from(e.id)], r);
                 self.last_offset[usize::from(e.id)] = e.offset;
                 let span = self.clocks.advance_range(e.id, r);
@@ -414,7 +420,7 @@ impl<'a> Converter<'a> {
     }
 
     /// [`batch`](Self::batch) `e` if `batch`.
-    #[inline]
+    #[inline(always)]
     fn batch_if(&mut self, batch: bool, e: &Event) -> io::Result<()> {
         if batch {
             self.batch(e)
@@ -426,11 +432,14 @@ impl<'a> Converter<'a> {
     /// Keep `e` for the sinks that take batches. Done after the event's
     /// other work: the decoder has only just written `e` field by field,
     /// and copying it whole at once would stall on those stores.
-    #[inline]
+    #[inline(always)]
     fn batch(&mut self, e: &Event) -> io::Result<()> {
         if self.batching {
-            self.batch.push(*e);
-            if self.batch.len() >= BATCH {
+            if let Some(slot) = self.batch.get_mut(self.batched) {
+                *slot = *e;
+            }
+            self.batched += 1;
+            if self.batched >= BATCH {
                 self.flush()?;
             }
         }
@@ -439,22 +448,23 @@ impl<'a> Converter<'a> {
 
     /// Hand the batched events to the sinks that take batches.
     fn flush(&mut self) -> io::Result<()> {
-        if self.batch.is_empty() {
+        let batch = self.batch.get(..self.batched).unwrap_or_default();
+        if batch.is_empty() {
             return Ok(());
         }
         for (s, interest) in self.sinks.iter_mut().zip(&self.interests) {
             if *interest != Interest::EventsOnly {
                 continue;
             }
-            s.events(&self.batch).map_err(|err| {
-                let first = self.batch.first().map_or(0, |e| e.offset);
+            s.events(batch).map_err(|err| {
+                let first = batch.first().map_or(0, |e| e.offset);
                 annotate(
                     s.name(),
                     io::Error::new(err.kind(), format!("{err} (events from offset {first})")),
                 )
             })?;
         }
-        self.batch.clear();
+        self.batched = 0;
         Ok(())
     }
 
@@ -693,6 +703,7 @@ pub fn convert_input(
                 memory,
                 &dec::DecodeOptions::default(),
                 parts,
+                #[inline(always)]
                 |d| match d {
                     Delivery::Event(e) | Delivery::Folded(e) => {
                         bar.at(e.offset);

@@ -93,7 +93,42 @@ pub struct Symbolizer {
     scopes: Vec<OnceCell<FnScopes>>,
     inline_names: RefCell<InlineNames>,
     /// The scope found last (most lookups fall in it again).
-    last_scope: Cell<Option<(usize, Hit)>>,
+    last_scope: Cell<Option<Found>>,
+    /// Scopes found before, by address (the branch targets of loops and
+    /// calls come back again and again).
+    seen_scopes: ScopeCache,
+}
+
+/// A scope found: the index of the function whose table holds its
+/// chain, and the scope.
+type Found = (usize, Hit);
+
+/// A direct-mapped cache of found inline scopes: each slot holds the
+/// scope found for an address that hashes to it.
+struct ScopeCache(Box<[Cell<Option<Found>>]>);
+
+/// Slots of a [`ScopeCache`] (a power of two).
+const SCOPE_SLOTS: usize = 512;
+
+impl Default for ScopeCache {
+    fn default() -> ScopeCache {
+        ScopeCache((0..SCOPE_SLOTS).map(|_| Cell::new(None)).collect())
+    }
+}
+
+impl ScopeCache {
+    /// The slot of `addr`.
+    #[inline]
+    fn slot(&self, addr: u32) -> Option<&Cell<Option<Found>>> {
+        let h = (addr >> 1).wrapping_mul(0x9E37_79B1) >> 23;
+        self.0.get(h as usize & (SCOPE_SLOTS - 1))
+    }
+
+    fn clear(&self) {
+        for c in &*self.0 {
+            c.set(None);
+        }
+    }
 }
 
 impl std::fmt::Debug for Symbolizer {
@@ -149,6 +184,7 @@ impl Symbolizer {
         self.scopes[i] = cell;
         self.has_inlined = true;
         self.last_scope.set(None);
+        self.seen_scopes.clear();
     }
 
     /// Read the symbols and DWARF of each file.
@@ -242,6 +278,7 @@ impl Symbolizer {
         }
         self.scopes = self.functions.iter().map(|_| OnceCell::new()).collect();
         self.last_scope.set(None);
+        self.seen_scopes.clear();
         self.files.push(path.to_path_buf());
         Ok(())
     }
@@ -271,7 +308,17 @@ impl Symbolizer {
         let (i, hit) = match self.last_scope.get() {
             Some((i, hit)) if (hit.lo..hit.hi).contains(&addr) => (i, hit),
             _ => {
-                let found = self.find_scope(addr);
+                let slot = self.seen_scopes.slot(addr);
+                let found = match slot.and_then(Cell::get) {
+                    Some((i, hit)) if (hit.lo..hit.hi).contains(&addr) => (i, hit),
+                    _ => {
+                        let found = self.find_scope(addr);
+                        if let Some(c) = slot {
+                            c.set(Some(found));
+                        }
+                        found
+                    }
+                };
                 self.last_scope.set(Some(found));
                 found
             }

@@ -49,7 +49,7 @@ fn compare(name: &str, events: &[Event], symbols: &Symbolizer) -> (usize, usize)
         let time = i as u64;
         let a = always.apply(e, time, symbols);
         let b = match &e.kind {
-            EventKind::Range(r) => match quick.quiet_range(e.id, r, symbols) {
+            EventKind::Range(r) => match quick.quiet_range(e.id, r) {
                 Some(k) => {
                     quiet += 1;
                     k

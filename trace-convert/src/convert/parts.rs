@@ -102,7 +102,7 @@ impl Converter<'_> {
     ///
     /// A sink's output error, naming the sink, trace ID and offset; a
     /// part result of another kind than [`parts`](Self::parts) makes.
-    #[inline]
+    #[inline(always)]
     pub fn deliver(&mut self, d: Delivery<'_>, memory: Option<&dyn MemoryImage>) -> io::Result<()> {
         match d {
             Delivery::Event(e) => self.take(e, memory, true),
