@@ -1,17 +1,28 @@
-//! Golden files of the Chrome and folded formats themselves (`insta`), on
-//! small inputs: the corpus program `exceptions-a` encoded as PTM (with
-//! its ELF: symbol names, calls, exception handlers) and the real
+//! Golden files of the formats themselves (`insta`), on small inputs: the
+//! corpus program `exceptions-a` encoded as PTM (with its ELF: symbol
+//! names, calls, exception handlers; Chrome, folded, LCOV and Perfetto,
+//! the last as a listing of its protobuf fields) and the real
 //! tc2-ptm-rstk-t32 capture (no ELF: address names, an inferred caller).
-//! Value checks live in `convert_real.rs` and `convert_corpus.rs`.
+//! Value checks live in `convert_real.rs`, `convert_corpus.rs`,
+//! `convert_coverage_truth.rs` and `convert_consumers.rs`.
 
 mod convert_common;
 
 use convert_common::{check_chrome, resolve, run};
+use std::fmt::Write as _;
 use std::path::Path;
-use trace_convert::convert::ConvertOptions;
+use std::sync::Arc;
+use trace_convert::convert::{self, ConvertOptions, Converter};
+use trace_convert::decode::{memory_for, ExtraMemory};
 use trace_convert::folded::Weight;
+use trace_convert::formats::coverage::LcovOptions;
 use trace_convert::input::flags::SourceFlags;
 use trace_convert::input::source::Protocol;
+use trace_convert::input::Input;
+use trace_convert::sink::lcov::LcovSink;
+use trace_convert::sink::perfetto::PerfettoSink;
+use trace_convert::sink::SharedBuffer;
+use trace_convert::symbols::Symbolizer;
 use trace_encode::{encode_ptm, PtmOptions};
 
 #[test]
@@ -40,16 +51,119 @@ fn exceptions_program_chrome_and_folded() {
         etmidr: Some(trace.regs.etmidr),
         ..SourceFlags::default()
     };
+    let input = resolve(&bin, &flags);
     let out = run(
-        &resolve(&bin, &flags),
-        &[elf],
+        &input,
+        std::slice::from_ref(&elf),
         Weight::Instructions,
         &ConvertOptions::default(),
     );
+    let (lcov, perfetto) = lcov_and_perfetto(&input, &elf);
     std::fs::remove_dir_all(&tmp).ok();
     check_chrome(&out.chrome);
     insta::assert_snapshot!("exceptions_a_chrome", out.chrome);
     insta::assert_snapshot!("exceptions_a_folded", out.folded);
+    insta::assert_snapshot!("exceptions_a_lcov", lcov);
+    insta::assert_snapshot!("exceptions_a_perfetto", protobuf_listing(&perfetto));
+}
+
+/// Convert `input` (with the symbols and code of `elf`) to LCOV and
+/// Perfetto in one run.
+fn lcov_and_perfetto(input: &Input, elf: &Path) -> (String, Vec<u8>) {
+    let symbols = Symbolizer::from_elves(&[elf.to_path_buf()]).expect("symbols");
+    let extra = ExtraMemory {
+        elves: vec![elf.to_path_buf()],
+        raw: Vec::new(),
+    };
+    let memory = memory_for(None, "", &extra).expect("memory");
+    let options = ConvertOptions::default();
+    let lcov = SharedBuffer::new();
+    let perfetto = SharedBuffer::new();
+    let mut conv = Converter::new(&symbols, options.clock_for(input), options.max_depth);
+    conv.add_sink(Box::new(PerfettoSink::new(perfetto.clone())));
+    conv.add_sink(Box::new(LcovSink::new(
+        lcov.clone(),
+        Arc::new(memory),
+        &symbols,
+        LcovOptions::default(),
+    )));
+    convert::convert_input(input, &extra, conv, false).expect("conversion");
+    (
+        String::from_utf8(lcov.bytes()).expect("UTF-8"),
+        perfetto.bytes(),
+    )
+}
+
+/// The fields of a Perfetto trace, one per line, indented by nesting:
+/// `number: value` for integers, `number: "text"` for strings, and
+/// `number {` ... `}` for the messages the writer nests (packet, track
+/// event, interned data and its names, track descriptor and its process,
+/// thread and counter descriptors).
+fn protobuf_listing(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    list_message(bytes, &[], &mut out);
+    out
+}
+
+/// Field paths (from the `Trace`) whose bytes are messages.
+const NESTED: &[&[u64]] = &[
+    &[1],
+    &[1, 11],
+    &[1, 12],
+    &[1, 12, 2],
+    &[1, 60],
+    &[1, 60, 3],
+    &[1, 60, 4],
+    &[1, 60, 8],
+];
+
+fn list_message(mut b: &[u8], path: &[u64], out: &mut String) {
+    let indent = "  ".repeat(path.len());
+    while !b.is_empty() {
+        let key = varint(&mut b);
+        let field = key >> 3;
+        match key & 7 {
+            0 => {
+                let v = varint(&mut b);
+                writeln!(out, "{indent}{field}: {v}").expect("write");
+            }
+            1 => {
+                let (v, rest) = b.split_at(8);
+                b = rest;
+                let v = f64::from_le_bytes(v.try_into().expect("8 bytes"));
+                writeln!(out, "{indent}{field}: {v}").expect("write");
+            }
+            2 => {
+                let len = usize::try_from(varint(&mut b)).expect("length");
+                let (v, rest) = b.split_at(len);
+                b = rest;
+                let mut inner: Vec<u64> = path.to_vec();
+                inner.push(field);
+                if NESTED.contains(&inner.as_slice()) {
+                    writeln!(out, "{indent}{field} {{").expect("write");
+                    list_message(v, &inner, out);
+                    writeln!(out, "{indent}}}").expect("write");
+                } else {
+                    let text = std::str::from_utf8(v).expect("a string field");
+                    writeln!(out, "{indent}{field}: {text:?}").expect("write");
+                }
+            }
+            wire => panic!("wire type {wire} in field {field}"),
+        }
+    }
+}
+
+fn varint(b: &mut &[u8]) -> u64 {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let (&byte, rest) = b.split_first().expect("a varint");
+        *b = rest;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return v;
+        }
+    }
+    panic!("varint too long");
 }
 
 #[test]
