@@ -274,6 +274,9 @@ struct Thread {
     hi: u32,
     /// What the short path reads, made after every full update.
     quick: Quick,
+    /// The context ID of the thread's key (its trace ID is the one it is
+    /// found by).
+    context: Option<u32>,
 }
 
 /// What [`CallStacks::quiet_range`] needs of a thread besides its pending
@@ -350,7 +353,7 @@ pub struct CallStacks {
     /// Per trace ID: its current context ID.
     context: Vec<Option<u32>>,
     /// Per trace ID: the index of its current thread, or `usize::MAX`.
-    current_slot: Vec<usize>,
+    current_slot: Box<[usize; 256]>,
     /// Everything but the threads, so that a thread and the rest can be
     /// borrowed at once.
     shared: Shared,
@@ -384,7 +387,7 @@ impl CallStacks {
             keys: Vec::new(),
             slots: FastMap::default(),
             context: vec![None; 256],
-            current_slot: vec![usize::MAX; 256],
+            current_slot: Box::new([usize::MAX; 256]),
             shared: Shared {
                 names: Names::default(),
                 call_targets: FastSet::default(),
@@ -507,7 +510,7 @@ impl CallStacks {
     /// changes and `None` says to use `apply`.
     #[inline(always)]
     pub fn quiet_range(&mut self, id: u8, r: &Range) -> Option<ThreadKey> {
-        let slot = *self.current_slot.get(usize::from(id))?;
+        let slot = self.current_slot[usize::from(id)];
         let t = self.threads.get_mut(slot)?;
         let q = t.quick;
         let target = r.start;
@@ -529,7 +532,10 @@ impl CallStacks {
         t.prev_end = Some(r.end);
         self.shared.closed.clear();
         self.shared.opened.clear();
-        self.keys.get(slot).copied()
+        Some(ThreadKey {
+            id,
+            context: t.context,
+        })
     }
 
     /// Apply `event` (at clock ticks `time`) to its thread's stack and
@@ -567,7 +573,10 @@ impl CallStacks {
     #[inline(never)]
     fn slot_of(&mut self, key: ThreadKey) -> usize {
         let i = *self.slots.entry(key).or_insert_with(|| {
-            self.threads.push(Thread::default());
+            self.threads.push(Thread {
+                context: key.context,
+                ..Thread::default()
+            });
             self.keys.push(key);
             self.threads.len() - 1
         });
