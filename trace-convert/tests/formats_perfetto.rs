@@ -124,6 +124,15 @@ fn official_schema_reads_slices_instants_and_counters() {
     w.end(cpu1, 950).expect("ev");
     w.end(cpu0, 1000).expect("ev");
     w.counter(cycles, 1000, -5).expect("ev");
+    // A counter sampled by slice packets: a value carried by a begin and
+    // by an end (extra counter values), between values of its own.
+    let depth = w.counter_track("depth", None, Some(cpu1)).expect("counter");
+    let deep = w.name("deep").expect("name");
+    w.counter(depth, 1_000, 1).expect("ev");
+    w.begin_named_counted(cpu1, 1_010, deep, depth, 2)
+        .expect("ev");
+    w.end_counted(cpu1, 1_020, depth, 1).expect("ev");
+    w.counter(depth, 1_030, 0).expect("ev");
     // Enough packets to go through the buffer several times, with names
     // reused through interning.
     for i in 0..20_000u64 {
@@ -157,6 +166,7 @@ fn official_schema_reads_slices_instants_and_counters() {
         vec![
             s("a", 50, 950, 0),
             s("b", 60, 70, 1),
+            s("deep", 1_010, 1_020, 0),
             s("unfinished", 1_100, 1_200, 0),
         ]
     );
@@ -170,6 +180,10 @@ fn official_schema_reads_slices_instants_and_counters() {
         serde_json::json!([[0, 0], [500, 1234], [1000, -5]])
     );
     assert_eq!(t["ipc"]["counters"], serde_json::json!([[500, 0.75]]));
+    assert_eq!(
+        t["depth"]["counters"],
+        serde_json::json!([[1000, 1], [1010, 2], [1020, 1], [1030, 0]])
+    );
     let busy_slices = slices(&t["loop"]["slices"]);
     assert_eq!(busy_slices.len(), 20_000);
     assert_eq!(
@@ -178,8 +192,8 @@ fn official_schema_reads_slices_instants_and_counters() {
     );
     assert!(busy_slices.iter().all(|s| s.2 == s.1 + 5 && s.3 == 0));
     if let Some(n) = v.get("tp_slices") {
-        // 7 + 20,000 slices and 4 instants (zero-length slices there).
-        assert_eq!(n.as_u64(), Some(20_011));
+        // 8 + 20,000 slices and 4 instants (zero-length slices there).
+        assert_eq!(n.as_u64(), Some(20_012));
     }
     std::fs::remove_dir_all(&dir).ok();
 }

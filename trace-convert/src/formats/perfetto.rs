@@ -741,6 +741,16 @@ mod tests {
         assert_eq!(w.name("open").expect("name"), open, "interned once");
         w.begin_named(t, 6, open).expect("begin by name");
         assert_eq!(w.open_slices(t), 2);
+        assert!(
+            w.begin_named_counted(t, 7, open, t, 1).is_err(),
+            "counted on a track that is not a counter"
+        );
+        assert!(w.end_counted(c, 7, c, 1).is_err(), "slice end on a counter");
+        assert_eq!(w.open_slices(t), 2, "nothing opened or closed");
+        w.begin_named_counted(t, 7, open, c, 3)
+            .expect("counted begin");
+        w.end_counted(t, 8, c, 2).expect("counted end");
+        assert_eq!(w.open_slices(t), 2);
         assert!(!w.finish().expect("finish").is_empty());
     }
 }
