@@ -232,8 +232,12 @@ pub struct Coverage {
     /// index plus one, 0 when empty. Loops run the same few ranges over
     /// and over, so most lookups end here.
     cache: Box<[u32; CACHE_SLOTS]>,
-    /// Per trace ID: where its flow goes on sequentially.
+    /// Per trace ID: where its flow goes on sequentially. Kept only once
+    /// some range ends inside an IT block (`it_any`): before that, every
+    /// range starts with an empty IT state whatever came before it.
     next: Box<[Next; 256]>,
+    /// Some range seen ends inside an IT block.
+    it_any: bool,
     /// Code known from the program but maybe never reached.
     code: Vec<(Space, u32, u32, Isa)>,
 }
@@ -257,6 +261,7 @@ impl Coverage {
             index: FastMap::default(),
             cache: Box::new([0; CACHE_SLOTS]),
             next: Box::new([0; 256]),
+            it_any: false,
             code: Vec::new(),
         }
     }
@@ -280,11 +285,15 @@ impl Coverage {
     #[inline(always)]
     fn add_range(&mut self, id: u8, r: &Range) {
         let id = usize::from(id);
-        let next = self.next[id];
         let isa_space = isa_space(r.isa, r.space);
         // The IT state goes on when the flow does.
-        let it = if next & !NEXT_IT == u64::from(r.start) | isa_space | NEXT_VALID {
-            next & NEXT_IT
+        let it = if self.it_any {
+            let next = self.next[id];
+            if next & !NEXT_IT == u64::from(r.start) | isa_space | NEXT_VALID {
+                next & NEXT_IT
+            } else {
+                0
+            }
         } else {
             0
         };
@@ -306,7 +315,9 @@ impl Coverage {
         } else {
             c.failed += 1;
         }
-        self.next[id] = u64::from(r.end) | isa_space | u64::from(c.it_out) << 48 | NEXT_VALID;
+        if self.it_any {
+            self.next[id] = u64::from(r.end) | isa_space | u64::from(c.it_out) << 48 | NEXT_VALID;
+        }
     }
 
     /// The index of `key` in `ranges` (added when new), remembered in the
@@ -328,6 +339,7 @@ impl Coverage {
     /// Add the range `key` (unpacked: `full`), not yet known, with no
     /// counts and the IT state `it_out` after it; returns its index.
     fn insert(&mut self, key: Packed, full: RangeKey, it_out: u8) -> usize {
+        self.it_any |= it_out != 0;
         let i = self.ranges.len();
         self.ranges.push(RangeCount {
             key,
