@@ -302,7 +302,7 @@ impl<W: Write> PerfettoWriter<W> {
     /// `InvalidInput` for an unknown or counter track; the error of the
     /// underlying writer.
     pub fn begin(&mut self, track: TrackId, ts_ns: u64, name: &str) -> io::Result<()> {
-        self.open_slice(track, ts_ns, EventName::Text(name))
+        self.open_slice(track, ts_ns, EventName::Text(name), None)
     }
 
     /// The interned form of `name`, for [`begin_named`](Self::begin_named):
@@ -329,10 +329,8 @@ impl<W: Write> PerfettoWriter<W> {
     /// As [`begin`](Self::begin); also `InvalidInput` for a name this
     /// writer did not intern.
     pub fn begin_named(&mut self, track: TrackId, ts_ns: u64, name: NameId) -> io::Result<()> {
-        if name.0 == 0 || name.0 > self.names.len() as u64 {
-            return Err(invalid("unknown interned name"));
-        }
-        self.open_slice(track, ts_ns, EventName::Interned(name))
+        self.check_name(name)?;
+        self.open_slice(track, ts_ns, EventName::Interned(name), None)
     }
 
     /// [`begin_named`](Self::begin_named), the same packet also giving
@@ -352,30 +350,33 @@ impl<W: Write> PerfettoWriter<W> {
         counter: TrackId,
         value: i64,
     ) -> io::Result<()> {
-        if name.0 == 0 || name.0 > self.names.len() as u64 {
-            return Err(invalid("unknown interned name"));
-        }
+        self.check_name(name)?;
         self.counter_track_state(counter, ts_ns)?;
-        let st = self.slice_track(track, ts_ns)?;
-        st.open += 1;
         let extra = Some(Extra {
             track: counter,
             value,
         });
-        self.emit_event(
-            track,
-            ts_ns,
-            proto::TYPE_SLICE_BEGIN,
-            EventName::Interned(name),
-            None,
-            extra,
-        )
+        self.open_slice(track, ts_ns, EventName::Interned(name), extra)
     }
 
-    fn open_slice(&mut self, track: TrackId, ts_ns: u64, name: EventName<'_>) -> io::Result<()> {
+    /// `InvalidInput` unless this writer interned `name`.
+    fn check_name(&self, name: NameId) -> io::Result<()> {
+        if name.0 == 0 || name.0 > self.names.len() as u64 {
+            return Err(invalid("unknown interned name"));
+        }
+        Ok(())
+    }
+
+    fn open_slice(
+        &mut self,
+        track: TrackId,
+        ts_ns: u64,
+        name: EventName<'_>,
+        extra: Option<Extra>,
+    ) -> io::Result<()> {
         let st = self.slice_track(track, ts_ns)?;
         st.open += 1;
-        self.emit_event(track, ts_ns, proto::TYPE_SLICE_BEGIN, name, None, None)
+        self.emit_event(track, ts_ns, proto::TYPE_SLICE_BEGIN, name, None, extra)
     }
 
     /// Close the latest open slice of `track` at `ts_ns`.

@@ -171,13 +171,10 @@ impl<W: Output> Sink for PerfettoSink<W> {
         if show && (!ctx.closed.is_empty() || !ctx.opened.is_empty()) {
             t.shown = depth;
         }
-        let last_end = if ctx.opened.is_empty() && show {
-            ctx.closed.len()
-        } else {
-            usize::MAX
-        };
+        // With no slice opened, the last end carries the depth.
+        let end_carries = show && ctx.opened.is_empty();
         for i in 1..=ctx.closed.len() {
-            if i == last_end {
+            if end_carries && i == ctx.closed.len() {
                 w.end_counted(slices, ts, counter, depth)?;
             } else {
                 w.end(slices, ts)?;
