@@ -575,6 +575,10 @@ impl<W: Write> PerfettoWriter<W> {
         self.end_packet()
     }
 
+    /// Always inlined: at each call the kind of event and which of the
+    /// optional fields it has are known, and the common packet becomes
+    /// straight-line code (the rest is in [`emit_built`](Self::emit_built)).
+    #[inline(always)]
     fn emit_event(
         &mut self,
         track: TrackId,
@@ -585,9 +589,9 @@ impl<W: Write> PerfettoWriter<W> {
         extra: Option<Extra>,
     ) -> io::Result<()> {
         // The common packet (no new name to intern, not the first packet,
-        // no double) is written straight into the output buffer, its
-        // lengths worked out first: building it in nested buffers and
-        // copying those had each copy wait on the bytes just stored.
+        // no double) is written in one piece on the stack, its lengths
+        // worked out first: building it in nested buffers and copying
+        // those had each copy wait on the bytes just stored.
         let iid = match name {
             EventName::None => Some(None),
             EventName::Interned(n) => Some(Some(n.0)),
@@ -614,32 +618,48 @@ impl<W: Write> PerfettoWriter<W> {
                 + wire::uint_len(proto::PACKET_TIMESTAMP, ts_ns)
                 + wire::len_head(proto::PACKET_TRACK_EVENT, msg)
                 + msg;
-            let b = &mut self.buf;
-            wire::head(b, proto::TRACE_PACKET, packet);
-            wire::uint(b, proto::PACKET_SEQUENCE_ID, SEQUENCE_ID);
+            let mut b = wire::Scratch::new();
+            b.head(proto::TRACE_PACKET, packet);
+            b.uint(proto::PACKET_SEQUENCE_ID, SEQUENCE_ID);
             if let Some(f) = flags {
-                wire::uint(b, proto::PACKET_SEQUENCE_FLAGS, f);
+                b.uint(proto::PACKET_SEQUENCE_FLAGS, f);
             }
-            wire::uint(b, proto::PACKET_TIMESTAMP, ts_ns);
-            wire::head(b, proto::PACKET_TRACK_EVENT, msg);
-            wire::uint(b, proto::EVENT_TYPE, kind);
-            wire::uint(b, proto::EVENT_TRACK_UUID, track.uuid());
+            b.uint(proto::PACKET_TIMESTAMP, ts_ns);
+            b.head(proto::PACKET_TRACK_EVENT, msg);
+            b.uint(proto::EVENT_TYPE, kind);
+            b.uint(proto::EVENT_TRACK_UUID, track.uuid());
             if let Some(i) = iid {
-                wire::uint(b, proto::EVENT_NAME_IID, i);
+                b.uint(proto::EVENT_NAME_IID, i);
             }
             if let Some(v) = int {
-                wire::uint(b, proto::EVENT_COUNTER_VALUE, v);
+                b.uint(proto::EVENT_COUNTER_VALUE, v);
             }
             if let Some(x) = extra {
-                wire::uint(b, proto::EVENT_EXTRA_COUNTER_TRACK_UUIDS, x.track.uuid());
-                wire::uint(b, proto::EVENT_EXTRA_COUNTER_VALUES, x.value as u64);
+                b.uint(proto::EVENT_EXTRA_COUNTER_TRACK_UUIDS, x.track.uuid());
+                b.uint(proto::EVENT_EXTRA_COUNTER_VALUES, x.value as u64);
             }
+            self.buf.extend_from_slice(b.bytes());
             if self.buf.len() >= FLUSH_AT {
                 self.out.write_all(&self.buf)?;
                 self.buf.clear();
             }
             return Ok(());
         }
+        self.emit_built(track, ts_ns, kind, name, value, extra)
+    }
+
+    /// [`emit_event`](Self::emit_event) for any packet: built field by
+    /// field in the nested buffers, interning a new name on the way.
+    #[inline(never)]
+    fn emit_built(
+        &mut self,
+        track: TrackId,
+        ts_ns: u64,
+        kind: u64,
+        name: EventName<'_>,
+        value: Option<CounterValue>,
+        extra: Option<Extra>,
+    ) -> io::Result<()> {
         self.start_packet(!matches!(name, EventName::None));
         wire::uint(&mut self.packet, proto::PACKET_TIMESTAMP, ts_ns);
         let iid = match name {

@@ -67,9 +67,9 @@ pub(crate) fn len_head(field: u32, len: usize) -> usize {
 }
 
 /// The tag and length of a length-delimited field whose `len` bytes the
-/// caller writes next.
-#[inline]
-pub(crate) fn head(buf: &mut Vec<u8>, field: u32, len: usize) {
+/// caller writes next (the writer does this with [`Scratch::head`]).
+#[cfg(test)]
+fn head(buf: &mut Vec<u8>, field: u32, len: usize) {
     tag(buf, field, LEN);
     varint(buf, len as u64);
 }
@@ -80,6 +80,69 @@ pub(crate) fn bytes(buf: &mut Vec<u8>, field: u32, v: &[u8]) {
     tag(buf, field, LEN);
     varint(buf, v.len() as u64);
     buf.extend_from_slice(v);
+}
+
+/// Bytes the longest packet [`Scratch`] is used for can take (a track
+/// event with every integer field at its ten-byte maximum is under 90).
+const SCRATCH_BYTES: usize = 96;
+
+/// A packet built on the stack and appended to the output in one copy:
+/// each byte is a store at an index, where a `Vec` push checks its
+/// capacity and keeps its length in memory. Writes past the end are
+/// dropped ([`bytes`](Self::bytes) then returns the first
+/// [`SCRATCH_BYTES`] bytes); callers keep packets shorter.
+pub(crate) struct Scratch {
+    bytes: [u8; SCRATCH_BYTES],
+    len: usize,
+}
+
+impl Scratch {
+    /// An empty packet.
+    #[inline(always)]
+    pub(crate) fn new() -> Scratch {
+        Scratch {
+            bytes: [0; SCRATCH_BYTES],
+            len: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, b: u8) {
+        if let Some(x) = self.bytes.get_mut(self.len) {
+            *x = b;
+        }
+        self.len += 1;
+    }
+
+    /// [`varint`](super::wire::varint) here.
+    #[inline(always)]
+    pub(crate) fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.push(v as u8);
+    }
+
+    /// [`uint`](super::wire::uint) here.
+    #[inline(always)]
+    pub(crate) fn uint(&mut self, field: u32, v: u64) {
+        self.varint(u64::from((field << 3) | VARINT));
+        self.varint(v);
+    }
+
+    /// [`head`](super::wire::head) here.
+    #[inline(always)]
+    pub(crate) fn head(&mut self, field: u32, len: usize) {
+        self.varint(u64::from((field << 3) | LEN));
+        self.varint(len as u64);
+    }
+
+    /// The bytes written.
+    #[inline(always)]
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.len.min(SCRATCH_BYTES)]
+    }
 }
 
 #[cfg(test)]
@@ -130,6 +193,35 @@ mod tests {
         let mut b = Vec::new();
         int(&mut b, 1, -1);
         assert_eq!(b.len(), 11, "tag + ten bytes");
+    }
+
+    #[test]
+    fn scratch_writes_what_the_vec_writers_do() {
+        let mut v = Vec::new();
+        let mut s = Scratch::new();
+        for (field, x) in [
+            (1u32, 0u64),
+            (8, 127),
+            (11, 128),
+            (16, 1 << 35),
+            (2047, u64::MAX),
+        ] {
+            uint(&mut v, field, x);
+            s.uint(field, x);
+            head(&mut v, field, x as usize % 300);
+            s.head(field, x as usize % 300);
+        }
+        assert_eq!(s.bytes(), &v[..]);
+    }
+
+    #[test]
+    fn scratch_drops_what_does_not_fit() {
+        let mut s = Scratch::new();
+        for _ in 0..20 {
+            s.varint(u64::MAX);
+        }
+        assert_eq!(s.bytes().len(), SCRATCH_BYTES);
+        assert!(s.bytes().iter().all(|&b| b == 0xFF || b == 0x01));
     }
 
     #[test]
