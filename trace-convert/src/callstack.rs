@@ -57,7 +57,7 @@
 pub mod split;
 
 use crate::sink::ThreadKey;
-use crate::symbols::{hex_name, InlineSite, Symbolizer};
+use crate::symbols::{hex_name, InlineScope, InlineSite, Symbolizer};
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -321,6 +321,25 @@ impl Thread {
         self.rets & ret_bit(target) != 0 && self.holds_return(target)
     }
 
+    /// Whether the flow reaches `target` with no frame opened or closed,
+    /// as far as the real frames go (see
+    /// [`CallStacks::quiet_range`]): it goes on sequentially from the
+    /// range before, or a branch lands inside the innermost real frame's
+    /// function, to no return address on the stack. Only when
+    /// `quick.open`.
+    #[inline(always)]
+    fn goes_on_quietly(&self, target: u32) -> bool {
+        let q = self.quick;
+        match self.pending {
+            Pending::None => self.prev_end == Some(target),
+            Pending::Branch => {
+                (q.entry == target || (q.fn_lo <= target && target < q.fn_hi))
+                    && !self.returns_to(target)
+            }
+            _ => false,
+        }
+    }
+
     /// Whether some frame returns to `target` (the filter said maybe).
     #[inline(never)]
     fn holds_return(&self, target: u32) -> bool {
@@ -512,19 +531,8 @@ impl CallStacks {
     pub fn quiet_range(&mut self, id: u8, r: &Range) -> Option<ThreadKey> {
         let slot = self.current_slot[usize::from(id)];
         let t = self.threads.get_mut(slot)?;
-        let q = t.quick;
         let target = r.start;
-        let quiet = q.open
-            && t.lo <= target
-            && r.end <= t.hi
-            && match t.pending {
-                Pending::None => t.prev_end == Some(target),
-                Pending::Branch => {
-                    (q.entry == target || (q.fn_lo <= target && target < q.fn_hi))
-                        && !t.returns_to(target)
-                }
-                _ => false,
-            };
+        let quiet = t.quick.open && t.lo <= target && r.end <= t.hi && t.goes_on_quietly(target);
         if !quiet {
             return None;
         }
@@ -532,6 +540,54 @@ impl CallStacks {
         t.prev_end = Some(r.end);
         self.shared.closed.clear();
         self.shared.opened.clear();
+        Some(ThreadKey {
+            id,
+            context: t.context,
+        })
+    }
+
+    /// Whether the flow of trace ID `id` reaches `target` with no real
+    /// frame opened or closed, as [`quiet_range`](Self::quiet_range)
+    /// tests it before it looks at the inlined frames.
+    #[inline]
+    #[must_use]
+    pub fn goes_on(&self, id: u8, target: u32) -> bool {
+        self.threads
+            .get(self.current_slot[usize::from(id)])
+            .is_some_and(|t| t.quick.open && t.goes_on_quietly(target))
+    }
+
+    /// [`apply`](Self::apply) at clock ticks `time` for a range of trace
+    /// ID `id` that [`quiet_range`](Self::quiet_range) turned down only
+    /// because it starts where other inlined frames hold than those on
+    /// top: the real frames stay as they are, the inlined ones on top
+    /// become those at the range's start, and the thread is returned
+    /// ([`closed`](Self::closed) and [`opened`](Self::opened) tell what
+    /// changed). A range that is no such range, or that runs on into
+    /// other inlined code (to be cut, see [`split`]), changes nothing, and
+    /// `None` says to use `apply`.
+    #[inline]
+    pub fn inline_range(
+        &mut self,
+        id: u8,
+        r: &Range,
+        time: u64,
+        symbols: &Symbolizer,
+    ) -> Option<ThreadKey> {
+        let slot = self.current_slot[usize::from(id)];
+        let t = self.threads.get_mut(slot)?;
+        if !(t.quick.open && t.goes_on_quietly(r.start)) {
+            return None;
+        }
+        let scope = symbols.inline_scope(r.start);
+        if r.count > 1 && r.end > scope.hi {
+            return None;
+        }
+        self.shared.closed.clear();
+        self.shared.opened.clear();
+        self.shared.set_scope(t, &scope, time, symbols);
+        t.pending = pending_after(r);
+        t.prev_end = Some(r.end);
         Some(ThreadKey {
             id,
             context: t.context,
@@ -660,6 +716,18 @@ impl Shared {
             return;
         }
         let scope = symbols.inline_scope(addr);
+        self.set_scope(t, &scope, time, symbols);
+    }
+
+    /// Make `scope` the one `t` runs in, its inlined frames those on top.
+    #[inline]
+    fn set_scope(
+        &mut self,
+        t: &mut Thread,
+        scope: &InlineScope<'_>,
+        time: u64,
+        symbols: &Symbolizer,
+    ) {
         t.lo = scope.lo;
         t.hi = scope.hi;
         if t.inl > 0 || !scope.chain.is_empty() {
@@ -901,7 +969,10 @@ mod tests {
         match (&e.kind, quick) {
             (EventKind::Range(r), true) => match s.quiet_range(e.id, r) {
                 Some(k) => k,
-                None => s.apply(e, 0, sym),
+                None => match s.inline_range(e.id, r, 0, sym) {
+                    Some(k) => k,
+                    None => s.apply(e, 0, sym),
+                },
             },
             _ => s.apply(e, 0, sym),
         }

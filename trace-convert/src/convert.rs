@@ -263,6 +263,8 @@ pub struct Converter<'a> {
     batched: usize,
     /// How ranges across inlined code are cut.
     splits: crate::callstack::split::SplitCache,
+    /// The pieces of the latest cut range (kept for its capacity).
+    pieces: Vec<Event>,
     info: RunInfo,
     report: ConvertReport,
     began: bool,
@@ -306,6 +308,7 @@ impl<'a> Converter<'a> {
             ),
             batched: 0,
             splits: crate::callstack::split::SplitCache::default(),
+            pieces: Vec::new(),
             info: RunInfo {
                 clock,
                 ..RunInfo::default()
@@ -414,9 +417,77 @@ impl<'a> Converter<'a> {
                 }
                 return self.batch_if(batch, e);
             }
+            if self.inline_range(e, r, memory)? {
+                return self.batch_if(batch, e);
+            }
         }
         self.any_event(e, memory)?;
         self.batch_if(batch, e)
+    }
+
+    /// A range whose flow changes no real frame (see
+    /// [`CallStacks::goes_on`]) but that runs where other inlined frames
+    /// hold: each of its pieces (see `callstack::split`) changes only the
+    /// inlined frames on top, without [`any_event`](Self::any_event)'s
+    /// full update ([`CallStacks::inline_range`]). False for any other
+    /// event, left unseen.
+    #[inline(never)]
+    fn inline_range(
+        &mut self,
+        e: &Event,
+        r: &Range,
+        memory: Option<&dyn MemoryImage>,
+    ) -> io::Result<bool> {
+        if !self.stacks.goes_on(e.id, r.start) {
+            return Ok(false);
+        }
+        count_range(&mut self.ids[usize::from(e.id)], r);
+        self.last_offset[usize::from(e.id)] = e.offset;
+        self.each_piece(e, memory, Self::inline_piece)?;
+        Ok(true)
+    }
+
+    /// One piece of [`inline_range`](Self::inline_range).
+    #[inline]
+    fn inline_piece(&mut self, p: &Event, memory: Option<&dyn MemoryImage>) -> io::Result<()> {
+        let EventKind::Range(piece) = &p.kind else {
+            return Ok(());
+        };
+        let span = self.clocks.advance_range(p.id, piece);
+        let thread = match self
+            .stacks
+            .inline_range(p.id, piece, span.start, self.symbols)
+        {
+            Some(k) => k,
+            None => self.stacks.apply(p, span.start, self.symbols),
+        };
+        let changed = self.stacks.changed();
+        if self.every || changed {
+            self.dispatch(p, thread, span, memory, changed)?;
+        }
+        Ok(())
+    }
+
+    /// `each` on every piece of `e` in turn (see `callstack::split`),
+    /// made in a buffer kept from event to event.
+    #[inline]
+    fn each_piece(
+        &mut self,
+        e: &Event,
+        memory: Option<&dyn MemoryImage>,
+        mut each: impl FnMut(&mut Self, &Event, Option<&dyn MemoryImage>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut pieces = std::mem::take(&mut self.pieces);
+        let done = if self
+            .splits
+            .pieces_into(e, memory, self.symbols, &mut pieces)
+        {
+            pieces.iter().try_for_each(|p| each(self, p, memory))
+        } else {
+            each(self, e, memory)
+        };
+        self.pieces = pieces;
+        done
     }
 
     /// [`batch`](Self::batch) `e` if `batch`.
@@ -481,13 +552,17 @@ impl<'a> Converter<'a> {
         }
         // A range across inlined code goes on as one piece per chain of
         // inlined functions (see `callstack::split`).
-        for p in self.splits.pieces(e, memory, self.symbols) {
-            let span = self.clocks.advance(&p);
-            let thread = self.stacks.apply(&p, span.start, self.symbols);
-            let changed = self.stacks.changed();
-            if self.every || changed || is_instant(&p) {
-                self.dispatch(&p, thread, span, memory, changed)?;
-            }
+        self.each_piece(e, memory, Self::any_piece)
+    }
+
+    /// One piece of [`any_event`](Self::any_event).
+    #[inline]
+    fn any_piece(&mut self, p: &Event, memory: Option<&dyn MemoryImage>) -> io::Result<()> {
+        let span = self.clocks.advance(p);
+        let thread = self.stacks.apply(p, span.start, self.symbols);
+        let changed = self.stacks.changed();
+        if self.every || changed || is_instant(p) {
+            self.dispatch(p, thread, span, memory, changed)?;
         }
         Ok(())
     }

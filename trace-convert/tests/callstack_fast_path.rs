@@ -1,10 +1,12 @@
 //! `CallStacks::quiet_range` is a shortcut of `CallStacks::apply` for
-//! ranges that change no frame, inlined frames included: on the decoded
-//! events of every corpus program (PTM with the return stack and ETMv3,
-//! with and without symbols, with and without inlined frames, ranges as
-//! decoded and split where the inlined functions change as the converter
-//! does), stacks that take the shortcut wherever it applies must equal,
-//! after every event, stacks that always take `apply`.
+//! ranges that change no frame, inlined frames included, and
+//! `CallStacks::inline_range` one for ranges that change only inlined
+//! frames: on the decoded events of every corpus program (PTM with the
+//! return stack and ETMv3, with and without symbols, with and without
+//! inlined frames, ranges as decoded and split where the inlined
+//! functions change as the converter does), stacks that take the
+//! shortcuts wherever they apply must equal, after every event, stacks
+//! that always take `apply`.
 
 mod convert_common;
 
@@ -38,12 +40,19 @@ fn decode(bytes: &[u8], source: &SourceConfig, mem: &Arc<dyn MemoryImage>) -> Ve
     events
 }
 
-/// Feed `events` both ways; returns how many took the shortcut and how
+/// How many events took each shortcut.
+#[derive(Default)]
+struct Taken {
+    quiet: usize,
+    inline: usize,
+}
+
+/// Feed `events` both ways; returns how many took the shortcuts and how
 /// many inlined frames were opened.
-fn compare(name: &str, events: &[Event], symbols: &Symbolizer) -> (usize, usize) {
+fn compare(name: &str, events: &[Event], symbols: &Symbolizer) -> (Taken, usize) {
     let mut always = CallStacks::default();
     let mut quick = CallStacks::default();
-    let mut quiet = 0;
+    let mut taken = Taken::default();
     let mut inlined = 0;
     for (i, e) in events.iter().enumerate() {
         let time = i as u64;
@@ -51,10 +60,16 @@ fn compare(name: &str, events: &[Event], symbols: &Symbolizer) -> (usize, usize)
         let b = match &e.kind {
             EventKind::Range(r) => match quick.quiet_range(e.id, r) {
                 Some(k) => {
-                    quiet += 1;
+                    taken.quiet += 1;
                     k
                 }
-                None => quick.apply(e, time, symbols),
+                None => match quick.inline_range(e.id, r, time, symbols) {
+                    Some(k) => {
+                        taken.inline += 1;
+                        k
+                    }
+                    None => quick.apply(e, time, symbols),
+                },
             },
             _ => quick.apply(e, time, symbols),
         };
@@ -69,7 +84,7 @@ fn compare(name: &str, events: &[Event], symbols: &Symbolizer) -> (usize, usize)
             .filter(|f| f.kind == FrameKind::Inline)
             .count();
     }
-    (quiet, inlined)
+    (taken, inlined)
 }
 
 #[test]
@@ -79,6 +94,7 @@ fn the_shortcut_equals_apply_on_every_corpus_program() {
     };
     let names = test_support::corpus_programs(&dir, ".flow");
     let (mut total, mut quiet, mut inlined) = (0, 0, 0);
+    let (mut inline, mut inline_unsplit) = (0, 0);
     for name in &names {
         let (elf, flow, map) = convert_common::corpus_program(&dir, name);
         let symbols = Symbolizer::from_elves(std::slice::from_ref(&elf)).expect("symbols");
@@ -123,10 +139,12 @@ fn the_shortcut_equals_apply_on_every_corpus_program() {
                 pieces.len() - events.len()
             );
             total += pieces.len();
-            let (q, i) = compare(&format!("{label} split"), &pieces, &symbols);
-            quiet += q;
+            let (t, i) = compare(&format!("{label} split"), &pieces, &symbols);
+            quiet += t.quiet;
+            inline += t.inline;
             inlined += i;
-            compare(&label, &events, &symbols);
+            let (t, _) = compare(&label, &events, &symbols);
+            inline_unsplit += t.inline;
             compare(
                 &format!("{label} without inlined frames"),
                 &events,
@@ -139,10 +157,17 @@ fn the_shortcut_equals_apply_on_every_corpus_program() {
             );
         }
     }
-    eprintln!("{quiet} of {total} events took the shortcut; {inlined} inlined frames opened");
+    eprintln!(
+        "{quiet} of {total} events took the short path, {inline} the one \
+         for inlined frames ({inline_unsplit} uncut); {inlined} inlined frames opened"
+    );
     assert!(
         quiet > total / 4,
         "the shortcut is taken: {quiet} of {total}"
     );
     assert!(inlined > 100, "inlined frames are opened: {inlined}");
+    assert!(
+        inline > 100 && inline_unsplit > 100,
+        "the path for inlined frames is taken: {inline}, {inline_unsplit} uncut"
+    );
 }

@@ -93,11 +93,31 @@ impl SplitCache {
         memory: Option<&dyn MemoryImage>,
         symbols: &Symbolizer,
     ) -> Pieces {
+        let mut v = Vec::new();
+        if self.pieces_into(e, memory, symbols, &mut v) {
+            Pieces::Many(v.into_iter())
+        } else {
+            Pieces::One(Some(*e))
+        }
+    }
+
+    /// [`pieces`](Self::pieces) into `out` (cleared first; a buffer kept
+    /// from event to event allocates nothing): true when `e` is a range
+    /// cut in pieces, false when it is one piece (left out of `out`).
+    #[inline]
+    pub fn pieces_into(
+        &mut self,
+        e: &Event,
+        memory: Option<&dyn MemoryImage>,
+        symbols: &Symbolizer,
+        out: &mut Vec<Event>,
+    ) -> bool {
+        out.clear();
         let EventKind::Range(r) = &e.kind else {
-            return Pieces::One(Some(*e));
+            return false;
         };
         if r.count <= 1 || !symbols.has_inline_scopes() {
-            return Pieces::One(Some(*e));
+            return false;
         }
         let key = (e.id, r.start, r.end, r.count, r.isa, r.space);
         let cuts = match self.map.get(&key) {
@@ -119,25 +139,25 @@ impl SplitCache {
             }
         };
         if cuts.is_empty() {
-            return Pieces::One(Some(*e));
+            return false;
         }
         let last = cuts.len() - 1;
-        let events: Vec<Event> = cuts
-            .iter()
-            .enumerate()
-            .map(|(i, &(start, end, count, last_size))| {
-                let piece = if i == last {
-                    Range { start, count, ..*r }
-                } else {
-                    inner_piece(r, start, end, count, last_size)
-                };
-                Event {
-                    kind: EventKind::Range(piece),
-                    ..*e
-                }
-            })
-            .collect();
-        Pieces::Many(events.into_iter())
+        out.extend(
+            cuts.iter()
+                .enumerate()
+                .map(|(i, &(start, end, count, last_size))| {
+                    let piece = if i == last {
+                        Range { start, count, ..*r }
+                    } else {
+                        inner_piece(r, start, end, count, last_size)
+                    };
+                    Event {
+                        kind: EventKind::Range(piece),
+                        ..*e
+                    }
+                }),
+        );
+        true
     }
 }
 
