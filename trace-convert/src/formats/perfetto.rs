@@ -376,7 +376,14 @@ impl<W: Write> PerfettoWriter<W> {
     ) -> io::Result<()> {
         let st = self.slice_track(track, ts_ns)?;
         st.open += 1;
-        self.emit_event(track, ts_ns, proto::TYPE_SLICE_BEGIN, name, None, extra)
+        self.emit_event(Ev {
+            track,
+            ts_ns,
+            kind: proto::TYPE_SLICE_BEGIN,
+            name,
+            value: None,
+            extra,
+        })
     }
 
     /// Close the latest open slice of `track` at `ts_ns`.
@@ -418,14 +425,14 @@ impl<W: Write> PerfettoWriter<W> {
             return Err(invalid("slice end on a track with no open slice"));
         }
         st.open -= 1;
-        self.emit_event(
+        self.emit_event(Ev {
             track,
             ts_ns,
-            proto::TYPE_SLICE_END,
-            EventName::None,
-            None,
+            kind: proto::TYPE_SLICE_END,
+            name: EventName::None,
+            value: None,
             extra,
-        )
+        })
     }
 
     /// A zero-duration event named `name` on `track` at `ts_ns`.
@@ -436,14 +443,14 @@ impl<W: Write> PerfettoWriter<W> {
     /// underlying writer.
     pub fn instant(&mut self, track: TrackId, ts_ns: u64, name: &str) -> io::Result<()> {
         self.slice_track(track, ts_ns)?;
-        self.emit_event(
+        self.emit_event(Ev {
             track,
             ts_ns,
-            proto::TYPE_INSTANT,
-            EventName::Text(name),
-            None,
-            None,
-        )
+            kind: proto::TYPE_INSTANT,
+            name: EventName::Text(name),
+            value: None,
+            extra: None,
+        })
     }
 
     /// An integer counter value on a counter track.
@@ -454,14 +461,14 @@ impl<W: Write> PerfettoWriter<W> {
     /// track; the error of the underlying writer.
     pub fn counter(&mut self, track: TrackId, ts_ns: u64, value: i64) -> io::Result<()> {
         self.counter_track_state(track, ts_ns)?;
-        self.emit_event(
+        self.emit_event(Ev {
             track,
             ts_ns,
-            proto::TYPE_COUNTER,
-            EventName::None,
-            Some(CounterValue::Int(value)),
-            None,
-        )
+            kind: proto::TYPE_COUNTER,
+            name: EventName::None,
+            value: Some(CounterValue::Int(value)),
+            extra: None,
+        })
     }
 
     /// A floating-point counter value on a counter track.
@@ -471,14 +478,14 @@ impl<W: Write> PerfettoWriter<W> {
     /// As [`counter`](Self::counter).
     pub fn counter_f64(&mut self, track: TrackId, ts_ns: u64, value: f64) -> io::Result<()> {
         self.counter_track_state(track, ts_ns)?;
-        self.emit_event(
+        self.emit_event(Ev {
             track,
             ts_ns,
-            proto::TYPE_COUNTER,
-            EventName::None,
-            Some(CounterValue::Double(value)),
-            None,
-        )
+            kind: proto::TYPE_COUNTER,
+            name: EventName::None,
+            value: Some(CounterValue::Double(value)),
+            extra: None,
+        })
     }
 
     /// Number of slices open on `track` (0 for an unknown track).
@@ -498,14 +505,14 @@ impl<W: Write> PerfettoWriter<W> {
             let st = self.tracks[i];
             let track = TrackId(i as u32);
             for _ in 0..st.open {
-                self.emit_event(
+                self.emit_event(Ev {
                     track,
-                    st.last_ts,
-                    proto::TYPE_SLICE_END,
-                    EventName::None,
-                    None,
-                    None,
-                )?;
+                    ts_ns: st.last_ts,
+                    kind: proto::TYPE_SLICE_END,
+                    name: EventName::None,
+                    value: None,
+                    extra: None,
+                })?;
             }
             self.tracks[i].open = 0;
         }
@@ -579,15 +586,15 @@ impl<W: Write> PerfettoWriter<W> {
     /// optional fields it has are known, and the common packet becomes
     /// straight-line code (the rest is in [`emit_built`](Self::emit_built)).
     #[inline(always)]
-    fn emit_event(
-        &mut self,
-        track: TrackId,
-        ts_ns: u64,
-        kind: u64,
-        name: EventName<'_>,
-        value: Option<CounterValue>,
-        extra: Option<Extra>,
-    ) -> io::Result<()> {
+    fn emit_event(&mut self, ev: Ev<'_>) -> io::Result<()> {
+        let Ev {
+            track,
+            ts_ns,
+            kind,
+            name,
+            value,
+            extra,
+        } = ev;
         // The common packet (no new name to intern, not the first packet,
         // no double) is written in one piece on the stack, its lengths
         // worked out first: building it in nested buffers and copying
@@ -645,42 +652,34 @@ impl<W: Write> PerfettoWriter<W> {
             }
             return Ok(());
         }
-        self.emit_built(track, ts_ns, kind, name, value, extra)
+        self.emit_built(ev)
     }
 
     /// [`emit_event`](Self::emit_event) for any packet: built field by
     /// field in the nested buffers, interning a new name on the way.
     #[inline(never)]
-    fn emit_built(
-        &mut self,
-        track: TrackId,
-        ts_ns: u64,
-        kind: u64,
-        name: EventName<'_>,
-        value: Option<CounterValue>,
-        extra: Option<Extra>,
-    ) -> io::Result<()> {
-        self.start_packet(!matches!(name, EventName::None));
-        wire::uint(&mut self.packet, proto::PACKET_TIMESTAMP, ts_ns);
-        let iid = match name {
+    fn emit_built(&mut self, ev: Ev<'_>) -> io::Result<()> {
+        self.start_packet(!matches!(ev.name, EventName::None));
+        wire::uint(&mut self.packet, proto::PACKET_TIMESTAMP, ev.ts_ns);
+        let iid = match ev.name {
             EventName::None => None,
             EventName::Interned(n) => Some(n.0),
             EventName::Text(n) => Some(self.intern(n)),
         };
         self.msg.clear();
-        wire::uint(&mut self.msg, proto::EVENT_TYPE, kind);
-        wire::uint(&mut self.msg, proto::EVENT_TRACK_UUID, track.uuid());
+        wire::uint(&mut self.msg, proto::EVENT_TYPE, ev.kind);
+        wire::uint(&mut self.msg, proto::EVENT_TRACK_UUID, ev.track.uuid());
         if let Some(iid) = iid {
             wire::uint(&mut self.msg, proto::EVENT_NAME_IID, iid);
         }
-        match value {
+        match ev.value {
             Some(CounterValue::Int(v)) => wire::int(&mut self.msg, proto::EVENT_COUNTER_VALUE, v),
             Some(CounterValue::Double(v)) => {
                 wire::double(&mut self.msg, proto::EVENT_DOUBLE_COUNTER_VALUE, v);
             }
             None => {}
         }
-        if let Some(x) = extra {
+        if let Some(x) = ev.extra {
             wire::uint(
                 &mut self.msg,
                 proto::EVENT_EXTRA_COUNTER_TRACK_UUIDS,
@@ -718,6 +717,18 @@ impl<W: Write> PerfettoWriter<W> {
         }
         Ok(())
     }
+}
+
+/// One `TrackEvent` packet to write.
+#[derive(Debug, Clone, Copy)]
+struct Ev<'a> {
+    track: TrackId,
+    ts_ns: u64,
+    /// `TrackEvent.type`.
+    kind: u64,
+    name: EventName<'a>,
+    value: Option<CounterValue>,
+    extra: Option<Extra>,
 }
 
 /// A counter value carried by a slice event (`extra_counter_*`).
