@@ -645,7 +645,7 @@ impl<W: Write> PerfettoWriter<W> {
                 b.uint(proto::EVENT_EXTRA_COUNTER_TRACK_UUIDS, x.track.uuid());
                 b.uint(proto::EVENT_EXTRA_COUNTER_VALUES, x.value as u64);
             }
-            self.buf.extend_from_slice(b.bytes());
+            b.append_to(&mut self.buf);
             if self.buf.len() >= FLUSH_AT {
                 self.out.write_all(&self.buf)?;
                 self.buf.clear();

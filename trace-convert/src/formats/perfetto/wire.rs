@@ -89,8 +89,8 @@ const SCRATCH_BYTES: usize = 96;
 /// A packet built on the stack and appended to the output in one copy:
 /// each byte is a store at an index, where a `Vec` push checks its
 /// capacity and keeps its length in memory. Writes past the end are
-/// dropped ([`bytes`](Self::bytes) then returns the first
-/// [`SCRATCH_BYTES`] bytes); callers keep packets shorter.
+/// dropped (only the first [`SCRATCH_BYTES`] bytes are appended); callers
+/// keep packets shorter.
 pub(crate) struct Scratch {
     bytes: [u8; SCRATCH_BYTES],
     len: usize,
@@ -139,9 +139,20 @@ impl Scratch {
     }
 
     /// The bytes written.
-    #[inline(always)]
-    pub(crate) fn bytes(&self) -> &[u8] {
+    #[cfg(test)]
+    fn bytes(&self) -> &[u8] {
         &self.bytes[..self.len.min(SCRATCH_BYTES)]
+    }
+
+    /// Append the bytes written to `buf`: the whole buffer is copied,
+    /// a copy of fixed size done in a few vector moves, and the excess cut
+    /// off again (a copy of the packet's own length was a call to
+    /// `memcpy`, 2% of a Perfetto conversion's time).
+    #[inline(always)]
+    pub(crate) fn append_to(&self, buf: &mut Vec<u8>) {
+        let end = buf.len() + self.len.min(SCRATCH_BYTES);
+        buf.extend_from_slice(&self.bytes);
+        buf.truncate(end);
     }
 }
 
@@ -212,6 +223,16 @@ mod tests {
             s.head(field, x as usize % 300);
         }
         assert_eq!(s.bytes(), &v[..]);
+    }
+
+    #[test]
+    fn scratch_appends_its_bytes_only() {
+        let mut s = Scratch::new();
+        s.uint(1, 300);
+        let mut buf = vec![7u8; 3];
+        s.append_to(&mut buf);
+        s.append_to(&mut buf);
+        assert_eq!(buf, [7, 7, 7, 0x08, 0xAC, 0x02, 0x08, 0xAC, 0x02]);
     }
 
     #[test]
