@@ -85,7 +85,7 @@ fn check_cycles(cfg: &Config, cycles: Option<u32>) -> Result<(), EncodeError> {
 impl Packet {
     /// Encodes the packet exactly as described, under `cfg`, into `out`;
     /// returns the number of bytes written (at most
-    /// [`MAX_PACKET_LEN`](crate::MAX_PACKET_LEN) except nothing longer
+    /// [`MAX_PACKET_LEN`] except nothing longer
     /// than 6 for an A-sync). The `bits` fields choose how many address or
     /// timestamp bytes are written; cycle counts use the fewest bytes.
     ///

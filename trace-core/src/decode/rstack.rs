@@ -57,8 +57,8 @@ impl ReturnStack {
         self.push_hinted(addr, isa, NO_HINT);
     }
 
-    /// Push a return address with a hint that [`pop_hinted`]
-    /// (Self::pop_hinted) gives back.
+    /// Push a return address with a hint that
+    /// [`pop_hinted`](Self::pop_hinted) gives back.
     #[inline]
     pub fn push_hinted(&mut self, addr: u32, isa: Isa, hint: u64) {
         self.hints[self.top] = hint;

@@ -67,7 +67,8 @@ pub(crate) fn len_head(field: u32, len: usize) -> usize {
 }
 
 /// The tag and length of a length-delimited field whose `len` bytes the
-/// caller writes next (the writer does this with [`Scratch::head`]).
+/// caller writes next (the writer uses [`Scratch::head`]; this one is the
+/// tests' reference).
 #[cfg(test)]
 fn head(buf: &mut Vec<u8>, field: u32, len: usize) {
     tag(buf, field, LEN);
@@ -114,7 +115,7 @@ impl Scratch {
         self.len += 1;
     }
 
-    /// [`varint`](super::wire::varint) here.
+    /// [`varint`] here.
     #[inline(always)]
     pub(crate) fn varint(&mut self, mut v: u64) {
         while v >= 0x80 {
@@ -124,14 +125,15 @@ impl Scratch {
         self.push(v as u8);
     }
 
-    /// [`uint`](super::wire::uint) here.
+    /// [`uint`] here.
     #[inline(always)]
     pub(crate) fn uint(&mut self, field: u32, v: u64) {
         self.varint(u64::from((field << 3) | VARINT));
         self.varint(v);
     }
 
-    /// [`head`](super::wire::head) here.
+    /// The tag and length of a length-delimited field whose `len` bytes
+    /// are written next.
     #[inline(always)]
     pub(crate) fn head(&mut self, field: u32, len: usize) {
         self.varint(u64::from((field << 3) | LEN));
