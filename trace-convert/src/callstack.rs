@@ -323,20 +323,38 @@ impl Thread {
 
     /// Whether the flow reaches `target` with no frame opened or closed,
     /// as far as the real frames go (see
-    /// [`CallStacks::quiet_range`]): it goes on sequentially from the
-    /// range before, or a branch lands inside the innermost real frame's
-    /// function, to no return address on the stack. Only when
-    /// `quick.open`.
+    /// [`CallStacks::quiet_range`]): the thread has a real frame within
+    /// the depth bound, and the flow goes on sequentially from the range
+    /// before, or a branch lands inside the innermost real frame's
+    /// function, to no return address on the stack.
     #[inline(always)]
     fn goes_on_quietly(&self, target: u32) -> bool {
         let q = self.quick;
-        match self.pending {
-            Pending::None => self.prev_end == Some(target),
-            Pending::Branch => {
-                (q.entry == target || (q.fn_lo <= target && target < q.fn_hi))
-                    && !self.returns_to(target)
+        q.open
+            && match self.pending {
+                Pending::None => self.prev_end == Some(target),
+                Pending::Branch => {
+                    (q.entry == target || (q.fn_lo <= target && target < q.fn_hi))
+                        && !self.returns_to(target)
+                }
+                _ => false,
             }
-            _ => false,
+    }
+
+    /// `r` ran last: what its last instruction transfers to, and where
+    /// it ends.
+    #[inline(always)]
+    fn ran(&mut self, r: &Range) {
+        self.pending = pending_after(r);
+        self.prev_end = Some(r.end);
+    }
+
+    /// The thread's key, found by trace ID `id`.
+    #[inline(always)]
+    fn key(&self, id: u8) -> ThreadKey {
+        ThreadKey {
+            id,
+            context: self.context,
         }
     }
 
@@ -532,18 +550,14 @@ impl CallStacks {
         let slot = self.current_slot[usize::from(id)];
         let t = self.threads.get_mut(slot)?;
         let target = r.start;
-        let quiet = t.quick.open && t.lo <= target && r.end <= t.hi && t.goes_on_quietly(target);
+        let quiet = t.lo <= target && r.end <= t.hi && t.goes_on_quietly(target);
         if !quiet {
             return None;
         }
-        t.pending = pending_after(r);
-        t.prev_end = Some(r.end);
+        t.ran(r);
         self.shared.closed.clear();
         self.shared.opened.clear();
-        Some(ThreadKey {
-            id,
-            context: t.context,
-        })
+        Some(t.key(id))
     }
 
     /// Whether the flow of trace ID `id` reaches `target` with no real
@@ -554,7 +568,7 @@ impl CallStacks {
     pub fn goes_on(&self, id: u8, target: u32) -> bool {
         self.threads
             .get(self.current_slot[usize::from(id)])
-            .is_some_and(|t| t.quick.open && t.goes_on_quietly(target))
+            .is_some_and(|t| t.goes_on_quietly(target))
     }
 
     /// [`apply`](Self::apply) at clock ticks `time` for a range of trace
@@ -576,7 +590,7 @@ impl CallStacks {
     ) -> Option<ThreadKey> {
         let slot = self.current_slot[usize::from(id)];
         let t = self.threads.get_mut(slot)?;
-        if !(t.quick.open && t.goes_on_quietly(r.start)) {
+        if !t.goes_on_quietly(r.start) {
             return None;
         }
         let scope = symbols.inline_scope(r.start);
@@ -586,12 +600,8 @@ impl CallStacks {
         self.shared.closed.clear();
         self.shared.opened.clear();
         self.shared.set_scope(t, &scope, time, symbols);
-        t.pending = pending_after(r);
-        t.prev_end = Some(r.end);
-        Some(ThreadKey {
-            id,
-            context: t.context,
-        })
+        t.ran(r);
+        Some(t.key(id))
     }
 
     /// Apply `event` (at clock ticks `time`) to its thread's stack and
@@ -906,8 +916,7 @@ impl Shared {
         {
             self.inline_at(t, r.start, time, symbols);
         }
-        t.pending = pending_after(r);
-        t.prev_end = Some(r.end);
+        t.ran(r);
     }
 
     /// The short path's view of `t` (after a full update).
