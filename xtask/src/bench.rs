@@ -1153,7 +1153,9 @@ fn convert_rows(
             ),
         });
     }
-    let _ = std::fs::remove_dir_all(snap);
+    if std::env::var_os("XTASK_BENCH_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(snap);
+    }
     Ok(())
 }
 
@@ -1206,7 +1208,13 @@ impl TempDir {
 }
 
 impl Drop for TempDir {
+    /// Removes the directory, unless `XTASK_BENCH_KEEP` is set: then its
+    /// inputs stay for profiling runs by hand, and its path is printed.
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        if std::env::var_os("XTASK_BENCH_KEEP").is_some() {
+            eprintln!("inputs kept in {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
     }
 }
