@@ -547,17 +547,26 @@ impl CallStacks {
     /// changes and `None` says to use `apply`.
     #[inline(always)]
     pub fn quiet_range(&mut self, id: u8, r: &Range) -> Option<ThreadKey> {
+        self.ran_quietly(id, r).then(|| self.current(id))
+    }
+
+    /// [`quiet_range`](Self::quiet_range) saying only whether the range
+    /// was applied (its thread is then [`current`](Self::current)).
+    #[inline(always)]
+    pub fn ran_quietly(&mut self, id: u8, r: &Range) -> bool {
         let slot = self.current_slot[usize::from(id)];
-        let t = self.threads.get_mut(slot)?;
+        let Some(t) = self.threads.get_mut(slot) else {
+            return false;
+        };
         let target = r.start;
         let quiet = t.lo <= target && r.end <= t.hi && t.goes_on_quietly(target);
         if !quiet {
-            return None;
+            return false;
         }
         t.ran(r);
         self.shared.closed.clear();
         self.shared.opened.clear();
-        Some(t.key(id))
+        true
     }
 
     /// Whether the flow of trace ID `id` reaches `target` with no real

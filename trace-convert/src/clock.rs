@@ -210,6 +210,18 @@ impl Clocks {
         }
     }
 
+    /// [`advance_range`](Self::advance_range) when the span is not
+    /// needed.
+    #[inline]
+    pub fn step_range(&mut self, id: u8, r: &Range) {
+        let step = match self.info.kind {
+            ClockKind::Cycles => r.cycles.map_or(0, u64::from),
+            ClockKind::Instructions | ClockKind::Timestamps => u64::from(r.count),
+        };
+        let core = &mut self.cores[usize::from(id)];
+        core.now = core.now.saturating_add(step);
+    }
+
     /// Advance core `event.id`'s clock over `event`.
     #[inline]
     pub fn advance(&mut self, event: &Event) -> Span {

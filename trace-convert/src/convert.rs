@@ -268,11 +268,26 @@ pub struct Converter<'a> {
     info: RunInfo,
     report: ConvertReport,
     began: bool,
-    /// Per trace ID: the offset of its last event.
-    last_offset: Box<[u64; 256]>,
-    /// Per trace ID: its counters (those without events are left out of
-    /// the report).
-    ids: Box<[IdReport; 256]>,
+    /// Per trace ID: its counters and the offset of its last event.
+    ids: Box<[Lane; 256]>,
+}
+
+/// What a [`Converter`] keeps of one trace ID: its counters (those without
+/// events are left out of the report) and the offset of its last event,
+/// side by side (both are written for every event).
+#[derive(Default)]
+struct Lane {
+    report: IdReport,
+    last_offset: u64,
+}
+
+impl Lane {
+    /// Count a range event at `offset`.
+    #[inline(always)]
+    fn range(&mut self, offset: u64, r: &Range) {
+        count_range(&mut self.report, r);
+        self.last_offset = offset;
+    }
 }
 
 impl std::fmt::Debug for Converter<'_> {
@@ -319,8 +334,7 @@ impl<'a> Converter<'a> {
                 ..ConvertReport::default()
             },
             began: false,
-            last_offset: Box::new([0; 256]),
-            ids: Box::new(std::array::from_fn(|_| IdReport::default())),
+            ids: Box::new(std::array::from_fn(|_| Lane::default())),
         }
     }
 
@@ -393,35 +407,38 @@ impl<'a> Converter<'a> {
     }
 
     /// [`event`](Self::event), the event handed to the sinks that take
-    /// batches only if `batch` (not when a part has seen it).
+    /// batches only if `batch` (not when a part has seen it). The memory
+    /// image is looked up only for the events that need it.
     #[inline(always)]
-    fn take(&mut self, e: &Event, memory: Option<&dyn MemoryImage>, batch: bool) -> io::Result<()> {
+    fn take<'m>(&mut self, e: &Event, memory: impl MemoryOf<'m>, batch: bool) -> io::Result<()> {
         if !self.report.stacks_built {
             // Only sinks of plain events: no stacks, no clock.
             if !self.began {
                 self.begin()?;
             }
             self.count(e);
-            self.last_offset[usize::from(e.id)] = e.offset;
+            self.ids[usize::from(e.id)].last_offset = e.offset;
             return self.batch_if(batch, e);
         }
         if let EventKind::Range(r) = &e.kind {
             // The common case, a range that changes no frame; its thread
             // exists, so the run has begun.
-            if let Some(thread) = self.stacks.quiet_range(e.id, r) {
-                count_range(&mut self.ids[usize::from(e.id)], r);
-                self.last_offset[usize::from(e.id)] = e.offset;
-                let span = self.clocks.advance_range(e.id, r);
+            if self.stacks.ran_quietly(e.id, r) {
+                self.ids[usize::from(e.id)].range(e.offset, r);
                 if self.every {
-                    self.dispatch(e, thread, span, memory, false)?;
+                    let span = self.clocks.advance_range(e.id, r);
+                    let thread = self.stacks.current(e.id);
+                    self.dispatch(e, thread, span, memory.of(e.id), false)?;
+                } else {
+                    self.clocks.step_range(e.id, r);
                 }
                 return self.batch_if(batch, e);
             }
-            if self.inline_range(e, r, memory)? {
+            if self.inline_range(e, r, memory.of(e.id))? {
                 return self.batch_if(batch, e);
             }
         }
-        self.any_event(e, memory)?;
+        self.any_event(e, memory.of(e.id))?;
         self.batch_if(batch, e)
     }
 
@@ -441,8 +458,7 @@ impl<'a> Converter<'a> {
         if !self.stacks.goes_on(e.id, r.start) {
             return Ok(false);
         }
-        count_range(&mut self.ids[usize::from(e.id)], r);
-        self.last_offset[usize::from(e.id)] = e.offset;
+        self.ids[usize::from(e.id)].range(e.offset, r);
         self.each_piece(e, memory, Self::inline_piece)?;
         Ok(true)
     }
@@ -546,7 +562,7 @@ impl<'a> Converter<'a> {
             self.begin()?;
         }
         self.count(e);
-        self.last_offset[usize::from(e.id)] = e.offset;
+        self.ids[usize::from(e.id)].last_offset = e.offset;
         if matches!(e.kind, EventKind::EndOfTrace) {
             return self.end_of(e, memory);
         }
@@ -569,7 +585,7 @@ impl<'a> Converter<'a> {
 
     #[inline]
     fn count(&mut self, e: &Event) {
-        self.ids[usize::from(e.id)].count(e);
+        self.ids[usize::from(e.id)].report.count(e);
     }
 
     fn end_of(&mut self, e: &Event, memory: Option<&dyn MemoryImage>) -> io::Result<()> {
@@ -634,7 +650,7 @@ impl<'a> Converter<'a> {
         self.flush()?;
         for t in self.stacks.all_open_threads() {
             let e = Event {
-                offset: self.last_offset[usize::from(t.id)],
+                offset: self.ids[usize::from(t.id)].last_offset,
                 id: t.id,
                 kind: EventKind::EndOfTrace,
             };
@@ -654,10 +670,36 @@ impl<'a> Converter<'a> {
         }
         self.report.stacks = self.stacks.stats();
         self.report.ids = (0u8..=255)
-            .zip(*self.ids)
+            .zip(self.ids.iter_mut().map(|l| std::mem::take(&mut l.report)))
             .filter(|(_, r)| r.events > 0)
             .collect();
         Ok(self.report)
+    }
+}
+
+/// The memory image of an event's source, for the events that need it.
+pub(crate) trait MemoryOf<'m>: Copy {
+    /// The image of trace ID `id`.
+    fn of(self, id: u8) -> Option<&'m dyn MemoryImage>;
+}
+
+/// One image for every source (or none).
+impl<'m> MemoryOf<'m> for Option<&'m dyn MemoryImage> {
+    #[inline(always)]
+    fn of(self, _id: u8) -> Option<&'m dyn MemoryImage> {
+        self
+    }
+}
+
+/// An image per trace ID, as plain references: a reference made from an
+/// `Arc<dyn _>` reads the type's alignment first.
+#[derive(Clone, Copy)]
+pub(crate) struct ById<'m>(pub(crate) &'m [&'m dyn MemoryImage; 256]);
+
+impl<'m> MemoryOf<'m> for ById<'m> {
+    #[inline(always)]
+    fn of(self, id: u8) -> Option<&'m dyn MemoryImage> {
+        Some(self.0[usize::from(id)])
     }
 }
 
@@ -746,19 +788,25 @@ pub fn convert_input(
         .unwrap_or_default();
     conv.set_info(name, sources);
     conv.begin().map_err(ConvertError::Output)?;
+    // The converter counts the events for its report itself.
+    let options = dec::DecodeOptions {
+        count_sources: false,
+        ..dec::DecodeOptions::default()
+    };
     for capture in &input.captures {
         let size = std::fs::metadata(&capture.path).map_or(0, |m| m.len());
         conv.add_capture(capture.path.clone(), size);
-        // Per trace ID (an array: this is looked up for every event).
-        let mut by_id: Vec<Arc<dyn MemoryImage>> = vec![Arc::clone(&fallback); 256];
-        for s in &capture.sources {
-            if let Some(m) = images.get(&s.name) {
-                by_id[usize::from(s.id)] = Arc::clone(m);
-            }
-        }
-        // The images as plain references, made once: a reference made from
-        // an `Arc<dyn _>` for every event reads the type's alignment first.
-        let by_id: Vec<&dyn MemoryImage> = by_id.iter().map(|m| &**m).collect();
+        // Per trace ID, looked up only for the events that need it.
+        let by_id: Box<[&dyn MemoryImage; 256]> = Box::new(std::array::from_fn(|id| {
+            capture
+                .sources
+                .iter()
+                .rev()
+                .find(|s| usize::from(s.id) == id)
+                .and_then(|s| images.get(&s.name))
+                .map_or(&*fallback, |m| &**m)
+        }));
+        let by_id = ById(&by_id);
         let mut bar = Progress::new(size, progress, &capture.path);
         let memory = |name: &str| {
             images
@@ -767,23 +815,21 @@ pub fn convert_input(
                 .unwrap_or_else(|| Arc::clone(&fallback))
         };
         let summary = match conv.parts() {
-            None => dec::decode_capture(capture, memory, |e| {
+            None => dec::decode_capture_with(capture, memory, &options, |e| {
                 bar.at(e.offset);
-                let mem = by_id.get(usize::from(e.id)).copied().unwrap_or(&*fallback);
-                conv.event(e, Some(mem))
+                conv.take(e, by_id, true)
             }),
             // Work of a sink done on the decoding threads.
             Some(parts) => dec::decode_capture_parts(
                 capture,
                 memory,
-                &dec::DecodeOptions::default(),
+                &options,
                 parts,
                 #[inline(always)]
                 |d| match d {
                     Delivery::Event(e) | Delivery::Folded(e) => {
                         bar.at(e.offset);
-                        let mem = by_id.get(usize::from(e.id)).copied().unwrap_or(&*fallback);
-                        conv.deliver(d, Some(mem))
+                        conv.deliver_from(d, by_id)
                     }
                     Delivery::Part { chunk_end, .. } => {
                         bar.at(chunk_end);

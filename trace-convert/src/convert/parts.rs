@@ -104,6 +104,17 @@ impl Converter<'_> {
     /// part result of another kind than [`parts`](Self::parts) makes.
     #[inline(always)]
     pub fn deliver(&mut self, d: Delivery<'_>, memory: Option<&dyn MemoryImage>) -> io::Result<()> {
+        self.deliver_from(d, memory)
+    }
+
+    /// [`deliver`](Self::deliver), the image looked up only for the events
+    /// that need it.
+    #[inline(always)]
+    pub(crate) fn deliver_from<'m>(
+        &mut self,
+        d: Delivery<'_>,
+        memory: impl super::MemoryOf<'m>,
+    ) -> io::Result<()> {
         match d {
             Delivery::Event(e) => self.take(e, memory, true),
             Delivery::Folded(e) => self.take(e, memory, false),
@@ -122,8 +133,9 @@ impl Converter<'_> {
         }
         if let Some((r, last)) = &result.report {
             if r.events > 0 {
-                self.ids[usize::from(id)].add(r);
-                self.last_offset[usize::from(id)] = *last;
+                let lane = &mut self.ids[usize::from(id)];
+                lane.report.add(r);
+                lane.last_offset = *last;
             }
         }
         self.flush()?;

@@ -197,13 +197,15 @@ pub fn decode_sequential(
     memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
     each: impl FnMut(&Event) -> io::Result<()>,
 ) -> Result<DecodeSummary, ReadError> {
-    decode_sequential_into(spec, memory, &mut OnlyEvents(each))
+    decode_sequential_into(spec, memory, true, &mut OnlyEvents(each))
 }
 
-/// [`decode_sequential`] handing every delivery to `each`.
+/// [`decode_sequential`] handing every delivery to `each`, the sources'
+/// events counted if `count` (else the summary lists no sources).
 pub(crate) fn decode_sequential_into<T: Take>(
     spec: &CaptureSpec,
     mut memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
+    count: bool,
     each: &mut T,
 ) -> Result<DecodeSummary, ReadError> {
     // The decoders in order of first use, and per trace ID the index of
@@ -214,6 +216,7 @@ pub(crate) fn decode_sequential_into<T: Take>(
     let mut slot = [NO_DECODER; 256];
     let mut sink = Sink {
         counts: Box::new([SourceCounts::default(); 256]),
+        counting: count,
         failure: None,
         each,
     };
@@ -257,6 +260,7 @@ pub(crate) fn decode_sequential_into<T: Take>(
     let ids: Vec<u8> = (0u8..=255)
         .filter(|&id| slot[usize::from(id)] != NO_DECODER)
         .collect();
+    let counted: &[u8] = if count { &ids } else { &[] };
     for &id in &ids {
         if let Some(dec) = decoders.get_mut(usize::from(slot[usize::from(id)])) {
             dec.finish(&mut |e| sink.on(&e));
@@ -272,9 +276,9 @@ pub(crate) fn decode_sequential_into<T: Take>(
     }
     let counts = sink.counts;
     Ok(DecodeSummary {
-        sources: ids
-            .into_iter()
-            .map(|id| (id, counts[usize::from(id)]))
+        sources: counted
+            .iter()
+            .map(|&id| (id, counts[usize::from(id)]))
             .collect(),
         parsed: parsed(&demux),
         bytes,
@@ -330,6 +334,8 @@ impl<F: FnMut(Delivery<'_>) -> io::Result<()>> Take for All<F> {
 pub(crate) struct Sink<'a, F: Take> {
     /// Per trace ID (an array: indexed by a `u8`, with no bounds check).
     pub(crate) counts: Box<[SourceCounts; 256]>,
+    /// Events are counted in `counts`.
+    pub(crate) counting: bool,
     pub(crate) failure: Option<io::Error>,
     pub(crate) each: &'a mut F,
 }
@@ -340,7 +346,9 @@ impl<F: Take> Sink<'_, F> {
     /// would wait for those stores (measured: 6% of a conversion's time).
     #[inline]
     pub(crate) fn on(&mut self, e: &Event) {
-        self.counts[usize::from(e.id)].count(e);
+        if self.counting {
+            self.counts[usize::from(e.id)].count(e);
+        }
         self.deliver(e);
     }
 

@@ -97,6 +97,11 @@ pub struct DecodeOptions {
     /// When a source with a return stack is warmed up (see the module
     /// documentation).
     pub warm_up: WarmUp,
+    /// Count each source's events, ranges and instructions for
+    /// [`DecodeSummary::sources`]; a consumer that counts for itself sets
+    /// false (the summary then lists no sources) and saves that work on
+    /// every event.
+    pub count_sources: bool,
 }
 
 /// When the workers warm up the return stack of a PTM source that keeps
@@ -133,6 +138,7 @@ impl Default for DecodeOptions {
             part_bytes: 1 << 20,
             parts_per_job: 1,
             warm_up: WarmUp::Auto,
+            count_sources: true,
         }
     }
 }
@@ -195,7 +201,12 @@ pub fn decode_capture_with(
 ) -> Result<DecodeSummary, ReadError> {
     let size = std::fs::metadata(&spec.path).map_or(0, |m| m.len());
     if opts.jobs <= 1 || size < opts.min_parallel_bytes {
-        return super::decode_sequential(spec, memory, each);
+        return super::decode_sequential_into(
+            spec,
+            memory,
+            opts.count_sources,
+            &mut super::OnlyEvents(each),
+        );
     }
     decode_parallel(spec, memory, opts, each).map(|(s, _)| s)
 }
@@ -227,6 +238,7 @@ pub fn decode_capture_parts(
             memory,
             Some(&*parts),
             opts.part_bytes,
+            opts.count_sources,
             &mut All(each),
         );
     }
@@ -400,6 +412,7 @@ fn decode_chunks<T: Take>(
                 memory,
                 parts.as_deref(),
                 opts.part_bytes,
+                opts.count_sources,
                 &mut each,
             )
             .map(|s| (s, ParallelStats::default()));
@@ -491,6 +504,7 @@ fn decode_chunks<T: Take>(
     let mut stats = ParallelStats::default();
     let mut sink = Sink {
         counts: Box::new([SourceCounts::default(); 256]),
+        counting: true,
         failure: None,
         each: &mut each,
     };
@@ -631,7 +645,7 @@ fn decode_chunks<T: Take>(
     let summary = DecodeSummary {
         sources: (0u8..)
             .zip(&truth.decoders)
-            .filter(|(_, d)| d.is_some())
+            .filter(|(_, d)| opts.count_sources && d.is_some())
             .map(|(id, _)| (id, counts[usize::from(id)]))
             .collect(),
         parsed: (0u8..)
