@@ -138,6 +138,20 @@ struct RangeCount {
     it_out: u8,
 }
 
+impl RangeCount {
+    /// Count one run whose last instruction passed (`executed`) or failed
+    /// its condition; returns the IT state after the range.
+    #[inline(always)]
+    fn count(&mut self, executed: bool) -> u8 {
+        if executed {
+            self.passed += 1;
+        } else {
+            self.failed += 1;
+        }
+        self.it_out
+    }
+}
+
 /// Where a trace source's flow goes on sequentially, packed: the address
 /// (bits 0-31), ISA and space ([`isa_space`], bits 32-47), IT state (bits
 /// 48-55) and [`NEXT_VALID`]; 0 when the flow is broken.
@@ -270,15 +284,24 @@ impl Coverage {
     /// loss of synchronization end the sequential flow of their source.
     #[inline(always)]
     pub fn add(&mut self, event: &Event) {
-        match event.kind {
-            EventKind::Range(ref r) => self.add_range(event.id, r),
-            EventKind::Gap(_)
-            | EventKind::AddrNacc { .. }
-            | EventKind::TraceOn { .. }
-            | EventKind::NoSync => {
-                self.next[usize::from(event.id)] = 0;
-            }
-            _ => {}
+        // Ranges first, the rest out of line: ranges are nearly every
+        // event, and one test tells them.
+        if let EventKind::Range(ref r) = event.kind {
+            self.add_range(event.id, r);
+        } else {
+            self.add_other(event);
+        }
+    }
+
+    /// [`add`](Self::add) for an event that is not a range.
+    #[inline(never)]
+    fn add_other(&mut self, event: &Event) {
+        if let EventKind::Gap(_)
+        | EventKind::AddrNacc { .. }
+        | EventKind::TraceOn { .. }
+        | EventKind::NoSync = event.kind
+        {
+            self.next[usize::from(event.id)] = 0;
         }
     }
 
@@ -303,21 +326,27 @@ impl Coverage {
         };
         let slot = cache_slot(r.start, r.end);
         let cached = self.cache[slot] as usize;
-        let i = match self.ranges.get(cached.wrapping_sub(1)) {
-            Some(c) if c.key == key => cached - 1,
-            _ => self.lookup(key, slot),
-        };
-        let Some(c) = self.ranges.get_mut(i) else {
-            return;
-        };
-        if r.executed {
-            c.passed += 1;
+        // A hit is counted where it was found (no second bounds check).
+        let it_out = if let Some(c) = self
+            .ranges
+            .get_mut(cached.wrapping_sub(1))
+            .filter(|c| c.key == key)
+        {
+            c.count(r.executed)
         } else {
-            c.failed += 1;
-        }
+            self.add_missed(key, slot, r.executed)
+        };
         if self.it_any {
-            self.next[id] = u64::from(r.end) | isa_space | u64::from(c.it_out) << 48 | NEXT_VALID;
+            self.next[id] = u64::from(r.end) | isa_space | u64::from(it_out) << 48 | NEXT_VALID;
         }
+    }
+
+    /// [`add_range`](Self::add_range) for a range not in the cache: count
+    /// it and return the IT state after it.
+    #[inline(never)]
+    fn add_missed(&mut self, key: Packed, slot: usize, executed: bool) -> u8 {
+        let i = self.lookup(key, slot);
+        self.ranges.get_mut(i).map_or(0, |c| c.count(executed))
     }
 
     /// The index of `key` in `ranges` (added when new), remembered in the
