@@ -788,11 +788,6 @@ pub fn convert_input(
         .unwrap_or_default();
     conv.set_info(name, sources);
     conv.begin().map_err(ConvertError::Output)?;
-    // The converter counts the events for its report itself.
-    let options = dec::DecodeOptions {
-        count_sources: false,
-        ..dec::DecodeOptions::default()
-    };
     for capture in &input.captures {
         let size = std::fs::metadata(&capture.path).map_or(0, |m| m.len());
         conv.add_capture(capture.path.clone(), size);
@@ -814,30 +809,25 @@ pub fn convert_input(
                 .cloned()
                 .unwrap_or_else(|| Arc::clone(&fallback))
         };
-        let summary = match conv.parts() {
-            None => dec::decode_capture_with(capture, memory, &options, |e| {
-                bar.at(e.offset);
-                conv.take(e, by_id, true)
-            }),
-            // Work of a sink done on the decoding threads.
-            Some(parts) => dec::decode_capture_parts(
-                capture,
-                memory,
-                &options,
-                parts,
-                #[inline(always)]
-                |d| match d {
-                    Delivery::Event(e) | Delivery::Folded(e) => {
-                        bar.at(e.offset);
-                        conv.deliver_from(d, by_id)
-                    }
-                    Delivery::Part { chunk_end, .. } => {
-                        bar.at(chunk_end);
-                        conv.deliver(d, None)
-                    }
-                },
-            ),
-        }
+        // The converter counts the events for its report itself.
+        let summary = dec::decode_uncounted(
+            capture,
+            memory,
+            &dec::DecodeOptions::default(),
+            conv.parts(),
+            // Work of a sink done on the decoding threads comes as parts.
+            #[inline(always)]
+            |d| match d {
+                Delivery::Event(e) | Delivery::Folded(e) => {
+                    bar.at(e.offset);
+                    conv.deliver_from(d, by_id)
+                }
+                Delivery::Part { chunk_end, .. } => {
+                    bar.at(chunk_end);
+                    conv.deliver(d, None)
+                }
+            },
+        )
         .map_err(|source| ConvertError::Read {
             path: capture.path.clone(),
             source,

@@ -190,7 +190,6 @@ fn coverage_counted_by_the_decoding_threads_equals_one_pass() {
                     part_bytes,
                     parts_per_job: 2,
                     warm_up: WarmUp::Auto,
-                    count_sources: true,
                 };
                 let (got, used) = convert(input, elf, perfetto, Some(&opts));
                 let how =

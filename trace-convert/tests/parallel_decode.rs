@@ -222,7 +222,6 @@ fn options(jobs: usize, part_bytes: u64) -> DecodeOptions {
         part_bytes,
         parts_per_job: 2,
         warm_up: WarmUp::Auto,
-        count_sources: true,
     }
 }
 

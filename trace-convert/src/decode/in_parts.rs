@@ -16,7 +16,7 @@ use trace_core::memory::MemoryImage;
 /// Decode `spec` on the calling thread, feeding the events of each source
 /// to parts made by `parts` when they keep no events (their results handed
 /// on about every `cut_bytes` of the capture, and at the end), and handing
-/// the deliveries to `each`; the sources' events are counted if `count`. Parts that keep events are not made: every
+/// the deliveries to `each`. Parts that keep events are not made: every
 /// event is handed on, and the consumer does the part's work on it (as
 /// fast, without a second call per event).
 pub(crate) fn decode_sequential_parts<T: Take>(
@@ -24,15 +24,14 @@ pub(crate) fn decode_sequential_parts<T: Take>(
     memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
     parts: Option<&dyn Parts>,
     cut_bytes: u64,
-    count: bool,
     each: &mut T,
 ) -> Result<super::DecodeSummary, ReadError> {
     match parts {
         Some(p) if !p.keep_events() => {
             let mut take = InParts::new(p, cut_bytes, each);
-            super::decode_sequential_into(spec, memory, count, &mut take)
+            super::decode_sequential_into(spec, memory, &mut take)
         }
-        _ => super::decode_sequential_into(spec, memory, count, each),
+        _ => super::decode_sequential_into(spec, memory, each),
     }
 }
 
@@ -107,6 +106,8 @@ impl<'a, T: Take> InParts<'a, T> {
 }
 
 impl<T: Take> Take for InParts<'_, T> {
+    const COUNTS: bool = T::COUNTS;
+
     #[inline(always)]
     fn take(&mut self, d: Delivery<'_>) -> io::Result<()> {
         let Delivery::Event(e) = d else {

@@ -16,6 +16,7 @@ use trace_core::demux::{Demux, Item, SourceStats};
 use trace_core::event::{Event, EventKind};
 use trace_core::memory::{MemoryError, MemoryImage, MemoryMap, Space};
 
+pub(crate) use parallel::decode_uncounted;
 pub use parallel::{
     decode_capture_parts, decode_capture_with, DecodeOptions, Delivery, Part, Parts,
 };
@@ -197,15 +198,13 @@ pub fn decode_sequential(
     memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
     each: impl FnMut(&Event) -> io::Result<()>,
 ) -> Result<DecodeSummary, ReadError> {
-    decode_sequential_into(spec, memory, true, &mut OnlyEvents(each))
+    decode_sequential_into(spec, memory, &mut OnlyEvents(each))
 }
 
-/// [`decode_sequential`] handing every delivery to `each`, the sources'
-/// events counted if `count` (else the summary lists no sources).
+/// [`decode_sequential`] handing every delivery to `each`.
 pub(crate) fn decode_sequential_into<T: Take>(
     spec: &CaptureSpec,
     mut memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
-    count: bool,
     each: &mut T,
 ) -> Result<DecodeSummary, ReadError> {
     // The decoders in order of first use, and per trace ID the index of
@@ -216,7 +215,6 @@ pub(crate) fn decode_sequential_into<T: Take>(
     let mut slot = [NO_DECODER; 256];
     let mut sink = Sink {
         counts: Box::new([SourceCounts::default(); 256]),
-        counting: count,
         failure: None,
         each,
     };
@@ -260,7 +258,7 @@ pub(crate) fn decode_sequential_into<T: Take>(
     let ids: Vec<u8> = (0u8..=255)
         .filter(|&id| slot[usize::from(id)] != NO_DECODER)
         .collect();
-    let counted: &[u8] = if count { &ids } else { &[] };
+    let counted: &[u8] = if T::COUNTS { &ids } else { &[] };
     for &id in &ids {
         if let Some(dec) = decoders.get_mut(usize::from(slot[usize::from(id)])) {
             dec.finish(&mut |e| sink.on(&e));
@@ -291,6 +289,10 @@ const NO_DECODER: u8 = u8::MAX;
 
 /// What a [`Sink`] hands its deliveries to.
 pub(crate) trait Take {
+    /// The decode counts each source's events for its summary (a
+    /// constant: a decode that counts pays no test for it).
+    const COUNTS: bool = true;
+
     /// Take one delivery.
     fn take(&mut self, d: Delivery<'_>) -> io::Result<()>;
 
@@ -321,6 +323,23 @@ impl<F: FnMut(&Event) -> io::Result<()>> Take for OnlyEvents<F> {
     }
 }
 
+/// A consumer that counts the events for itself: the decode does not
+/// count them, and its summary lists no sources.
+pub(crate) struct Uncounted<T>(pub(crate) T);
+
+impl<T: Take> Take for Uncounted<T> {
+    const COUNTS: bool = false;
+
+    #[inline(always)]
+    fn take(&mut self, d: Delivery<'_>) -> io::Result<()> {
+        self.0.take(d)
+    }
+
+    fn end(&mut self) -> io::Result<()> {
+        self.0.end()
+    }
+}
+
 /// A consumer of every delivery.
 pub(crate) struct All<F>(pub(crate) F);
 
@@ -334,8 +353,6 @@ impl<F: FnMut(Delivery<'_>) -> io::Result<()>> Take for All<F> {
 pub(crate) struct Sink<'a, F: Take> {
     /// Per trace ID (an array: indexed by a `u8`, with no bounds check).
     pub(crate) counts: Box<[SourceCounts; 256]>,
-    /// Events are counted in `counts`.
-    pub(crate) counting: bool,
     pub(crate) failure: Option<io::Error>,
     pub(crate) each: &'a mut F,
 }
@@ -346,20 +363,20 @@ impl<F: Take> Sink<'_, F> {
     /// would wait for those stores (measured: 6% of a conversion's time).
     #[inline]
     pub(crate) fn on(&mut self, e: &Event) {
-        if self.counting {
+        if F::COUNTS {
             self.counts[usize::from(e.id)].count(e);
         }
         self.deliver(e);
     }
 
     /// Hand `e` on without counting it.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn deliver(&mut self, e: &Event) {
         self.hand(Delivery::Event(e));
     }
 
     /// Hand `d` on.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn hand(&mut self, d: Delivery<'_>) {
         if self.failure.is_none() {
             if let Err(err) = self.each.take(d) {

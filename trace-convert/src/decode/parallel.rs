@@ -97,11 +97,6 @@ pub struct DecodeOptions {
     /// When a source with a return stack is warmed up (see the module
     /// documentation).
     pub warm_up: WarmUp,
-    /// Count each source's events, ranges and instructions for
-    /// [`DecodeSummary::sources`]; a consumer that counts for itself sets
-    /// false (the summary then lists no sources) and saves that work on
-    /// every event.
-    pub count_sources: bool,
 }
 
 /// When the workers warm up the return stack of a PTM source that keeps
@@ -138,7 +133,6 @@ impl Default for DecodeOptions {
             part_bytes: 1 << 20,
             parts_per_job: 1,
             warm_up: WarmUp::Auto,
-            count_sources: true,
         }
     }
 }
@@ -201,12 +195,7 @@ pub fn decode_capture_with(
 ) -> Result<DecodeSummary, ReadError> {
     let size = std::fs::metadata(&spec.path).map_or(0, |m| m.len());
     if opts.jobs <= 1 || size < opts.min_parallel_bytes {
-        return super::decode_sequential_into(
-            spec,
-            memory,
-            opts.count_sources,
-            &mut super::OnlyEvents(each),
-        );
+        return super::decode_sequential(spec, memory, each);
     }
     decode_parallel(spec, memory, opts, each).map(|(s, _)| s)
 }
@@ -238,11 +227,37 @@ pub fn decode_capture_parts(
             memory,
             Some(&*parts),
             opts.part_bytes,
-            opts.count_sources,
             &mut All(each),
         );
     }
     decode_parallel_parts(spec, memory, opts, Some(parts), each).map(|(s, _)| s)
+}
+
+/// [`decode_capture_parts`] for a consumer that counts the events for
+/// itself (a conversion): on one thread, the decode does not count them
+/// (the summary lists no sources); `parts` may be `None`.
+///
+/// # Errors
+///
+/// As [`decode_capture_with`].
+pub(crate) fn decode_uncounted(
+    spec: &CaptureSpec,
+    memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
+    opts: &DecodeOptions,
+    parts: Option<Arc<dyn Parts>>,
+    each: impl FnMut(Delivery<'_>) -> io::Result<()>,
+) -> Result<DecodeSummary, ReadError> {
+    let size = std::fs::metadata(&spec.path).map_or(0, |m| m.len());
+    if opts.jobs <= 1 || size < opts.min_parallel_bytes {
+        return super::in_parts::decode_sequential_parts(
+            spec,
+            memory,
+            parts.as_deref(),
+            opts.part_bytes,
+            &mut super::Uncounted(All(each)),
+        );
+    }
+    decode_parallel_parts(spec, memory, opts, parts, each).map(|(s, _)| s)
 }
 
 /// Spare event buffers shared with the workers: a chunk's events take
@@ -412,7 +427,6 @@ fn decode_chunks<T: Take>(
                 memory,
                 parts.as_deref(),
                 opts.part_bytes,
-                opts.count_sources,
                 &mut each,
             )
             .map(|s| (s, ParallelStats::default()));
@@ -504,7 +518,6 @@ fn decode_chunks<T: Take>(
     let mut stats = ParallelStats::default();
     let mut sink = Sink {
         counts: Box::new([SourceCounts::default(); 256]),
-        counting: true,
         failure: None,
         each: &mut each,
     };
@@ -645,7 +658,7 @@ fn decode_chunks<T: Take>(
     let summary = DecodeSummary {
         sources: (0u8..)
             .zip(&truth.decoders)
-            .filter(|(_, d)| opts.count_sources && d.is_some())
+            .filter(|(_, d)| d.is_some())
             .map(|(id, _)| (id, counts[usize::from(id)]))
             .collect(),
         parsed: (0u8..)
