@@ -596,9 +596,10 @@ impl<W: Write> PerfettoWriter<W> {
             extra,
         } = ev;
         // The common packet (no new name to intern, not the first packet,
-        // no double) is written in one piece on the stack, its lengths
-        // worked out first: building it in nested buffers and copying
-        // those had each copy wait on the bytes just stored.
+        // no double) is written in one piece in place at the end of the
+        // buffer, its lengths worked out first: building it in nested
+        // buffers, or on the stack, and copying it had each copy wait on
+        // the bytes just stored.
         let iid = match name {
             EventName::None => Some(None),
             EventName::Interned(n) => Some(Some(n.0)),
@@ -625,27 +626,31 @@ impl<W: Write> PerfettoWriter<W> {
                 + wire::uint_len(proto::PACKET_TIMESTAMP, ts_ns)
                 + wire::len_head(proto::PACKET_TRACK_EVENT, msg)
                 + msg;
-            let mut b = wire::Scratch::new();
-            b.head(proto::TRACE_PACKET, packet);
-            b.uint(proto::PACKET_SEQUENCE_ID, SEQUENCE_ID);
-            if let Some(f) = flags {
-                b.uint(proto::PACKET_SEQUENCE_FLAGS, f);
-            }
-            b.uint(proto::PACKET_TIMESTAMP, ts_ns);
-            b.head(proto::PACKET_TRACK_EVENT, msg);
-            b.uint(proto::EVENT_TYPE, kind);
-            b.uint(proto::EVENT_TRACK_UUID, track.uuid());
-            if let Some(i) = iid {
-                b.uint(proto::EVENT_NAME_IID, i);
-            }
-            if let Some(v) = int {
-                b.uint(proto::EVENT_COUNTER_VALUE, v);
-            }
-            if let Some(x) = extra {
-                b.uint(proto::EVENT_EXTRA_COUNTER_TRACK_UUIDS, x.track.uuid());
-                b.uint(proto::EVENT_EXTRA_COUNTER_VALUES, x.value as u64);
-            }
-            b.append_to(&mut self.buf);
+            wire::append_with(
+                &mut self.buf,
+                #[inline(always)]
+                |b| {
+                    b.head(proto::TRACE_PACKET, packet);
+                    b.uint(proto::PACKET_SEQUENCE_ID, SEQUENCE_ID);
+                    if let Some(f) = flags {
+                        b.uint(proto::PACKET_SEQUENCE_FLAGS, f);
+                    }
+                    b.uint(proto::PACKET_TIMESTAMP, ts_ns);
+                    b.head(proto::PACKET_TRACK_EVENT, msg);
+                    b.uint(proto::EVENT_TYPE, kind);
+                    b.uint(proto::EVENT_TRACK_UUID, track.uuid());
+                    if let Some(i) = iid {
+                        b.uint(proto::EVENT_NAME_IID, i);
+                    }
+                    if let Some(v) = int {
+                        b.uint(proto::EVENT_COUNTER_VALUE, v);
+                    }
+                    if let Some(x) = extra {
+                        b.uint(proto::EVENT_EXTRA_COUNTER_TRACK_UUIDS, x.track.uuid());
+                        b.uint(proto::EVENT_EXTRA_COUNTER_VALUES, x.value as u64);
+                    }
+                },
+            );
             if self.buf.len() >= FLUSH_AT {
                 self.out.write_all(&self.buf)?;
                 self.buf.clear();
