@@ -281,6 +281,7 @@ mod tests {
         ] {
             let mut a = Clocks::new(ClockInfo::new(kind, None));
             let mut b = a.clone();
+            let mut c = a.clone();
             for (n, cycles) in [
                 (3, Some(7)),
                 (1, None),
@@ -291,7 +292,11 @@ mod tests {
                 let EventKind::Range(r) = e.kind else {
                     unreachable!("a range");
                 };
-                assert_eq!(a.advance(&e), b.advance_range(e.id, &r), "{kind:?}");
+                let span = a.advance(&e);
+                assert_eq!(span, b.advance_range(e.id, &r), "{kind:?}");
+                // Stepping lands where the span ends.
+                c.step_range(e.id, &r);
+                assert_eq!(c.now(e.id), span.end, "{kind:?}");
             }
         }
     }

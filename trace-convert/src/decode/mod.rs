@@ -390,6 +390,46 @@ impl<F: Take> Sink<'_, F> {
 mod tests {
     use super::*;
 
+    /// A consumer that counts for itself is handed the same events, the
+    /// parser's counters are the same, and the summary lists no sources.
+    #[test]
+    fn an_uncounted_decode_hands_on_the_same_events() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/snapshot");
+        let input = crate::input::resolve(&dir, &crate::input::flags::SourceFlags::default())
+            .expect("the bundled example");
+        let spec = input.captures.first().expect("a capture");
+        let memory = |name: &str| -> Arc<dyn MemoryImage> {
+            Arc::new(
+                memory_for(input.snapshot.as_ref(), name, &ExtraMemory::default()).expect("memory"),
+            )
+        };
+        let mut counted = Vec::new();
+        let a = decode_sequential(spec, memory, |e| {
+            counted.push(*e);
+            Ok(())
+        })
+        .expect("decodes");
+        let mut uncounted = Vec::new();
+        let b = decode_sequential_into(
+            spec,
+            memory,
+            &mut Uncounted(OnlyEvents(|e: &Event| {
+                uncounted.push(*e);
+                Ok(())
+            })),
+        )
+        .expect("decodes");
+        assert!(!counted.is_empty());
+        assert_eq!(counted, uncounted);
+        let ranges = counted
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Range(_)))
+            .count() as u64;
+        assert_eq!(a.sources.iter().map(|(_, c)| c.ranges).sum::<u64>(), ranges);
+        assert!(b.sources.is_empty());
+        assert_eq!((a.parsed, a.bytes), (b.parsed, b.bytes));
+    }
+
     #[test]
     fn mem_arg_parses_and_rejects() {
         let m: MemArg = "code.bin@0x80000000".parse().expect("valid");

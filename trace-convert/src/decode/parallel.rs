@@ -220,17 +220,7 @@ pub fn decode_capture_parts(
     parts: Arc<dyn Parts>,
     each: impl FnMut(Delivery<'_>) -> io::Result<()>,
 ) -> Result<DecodeSummary, ReadError> {
-    let size = std::fs::metadata(&spec.path).map_or(0, |m| m.len());
-    if opts.jobs <= 1 || size < opts.min_parallel_bytes {
-        return super::in_parts::decode_sequential_parts(
-            spec,
-            memory,
-            Some(&*parts),
-            opts.part_bytes,
-            &mut All(each),
-        );
-    }
-    decode_parallel_parts(spec, memory, opts, Some(parts), each).map(|(s, _)| s)
+    parts_with(spec, memory, opts, Some(parts), each, All)
 }
 
 /// [`decode_capture_parts`] for a consumer that counts the events for
@@ -247,6 +237,25 @@ pub(crate) fn decode_uncounted(
     parts: Option<Arc<dyn Parts>>,
     each: impl FnMut(Delivery<'_>) -> io::Result<()>,
 ) -> Result<DecodeSummary, ReadError> {
+    parts_with(spec, memory, opts, parts, each, |each| {
+        super::Uncounted(All(each))
+    })
+}
+
+/// [`decode_capture_parts`] with the consumer `each` made a [`Take`] by
+/// `on_one_thread` when the calling thread decodes alone.
+fn parts_with<F, T>(
+    spec: &CaptureSpec,
+    memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
+    opts: &DecodeOptions,
+    parts: Option<Arc<dyn Parts>>,
+    each: F,
+    on_one_thread: impl FnOnce(F) -> T,
+) -> Result<DecodeSummary, ReadError>
+where
+    F: FnMut(Delivery<'_>) -> io::Result<()>,
+    T: Take,
+{
     let size = std::fs::metadata(&spec.path).map_or(0, |m| m.len());
     if opts.jobs <= 1 || size < opts.min_parallel_bytes {
         return super::in_parts::decode_sequential_parts(
@@ -254,7 +263,7 @@ pub(crate) fn decode_uncounted(
             memory,
             parts.as_deref(),
             opts.part_bytes,
-            &mut super::Uncounted(All(each)),
+            &mut on_one_thread(each),
         );
     }
     decode_parallel_parts(spec, memory, opts, parts, each).map(|(s, _)| s)
