@@ -274,9 +274,6 @@ struct Thread {
     hi: u32,
     /// What the short path reads, made after every full update.
     quick: Quick,
-    /// The context ID of the thread's key (its trace ID is the one it is
-    /// found by).
-    context: Option<u32>,
 }
 
 /// What [`CallStacks::quiet_range`] needs of a thread besides its pending
@@ -347,15 +344,6 @@ impl Thread {
     fn ran(&mut self, r: &Range) {
         self.pending = pending_after(r);
         self.prev_end = Some(r.end);
-    }
-
-    /// The thread's key, found by trace ID `id`.
-    #[inline(always)]
-    fn key(&self, id: u8) -> ThreadKey {
-        ThreadKey {
-            id,
-            context: self.context,
-        }
     }
 
     /// Whether some frame returns to `target` (the filter said maybe).
@@ -610,7 +598,7 @@ impl CallStacks {
         self.shared.opened.clear();
         self.shared.set_scope(t, &scope, time, symbols);
         t.ran(r);
-        Some(t.key(id))
+        Some(self.current(id))
     }
 
     /// Apply `event` (at clock ticks `time`) to its thread's stack and
@@ -648,10 +636,7 @@ impl CallStacks {
     #[inline(never)]
     fn slot_of(&mut self, key: ThreadKey) -> usize {
         let i = *self.slots.entry(key).or_insert_with(|| {
-            self.threads.push(Thread {
-                context: key.context,
-                ..Thread::default()
-            });
+            self.threads.push(Thread::default());
             self.keys.push(key);
             self.threads.len() - 1
         });

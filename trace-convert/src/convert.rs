@@ -282,6 +282,13 @@ struct Lane {
 }
 
 impl Lane {
+    /// Count any event.
+    #[inline]
+    fn event(&mut self, e: &Event) {
+        self.report.count(e);
+        self.last_offset = e.offset;
+    }
+
     /// Count a range event at `offset`.
     #[inline(always)]
     fn range(&mut self, offset: u64, r: &Range) {
@@ -416,8 +423,7 @@ impl<'a> Converter<'a> {
             if !self.began {
                 self.begin()?;
             }
-            self.count(e);
-            self.ids[usize::from(e.id)].last_offset = e.offset;
+            self.ids[usize::from(e.id)].event(e);
             return self.batch_if(batch, e);
         }
         if let EventKind::Range(r) = &e.kind {
@@ -561,8 +567,7 @@ impl<'a> Converter<'a> {
         if !self.began {
             self.begin()?;
         }
-        self.count(e);
-        self.ids[usize::from(e.id)].last_offset = e.offset;
+        self.ids[usize::from(e.id)].event(e);
         if matches!(e.kind, EventKind::EndOfTrace) {
             return self.end_of(e, memory);
         }
@@ -581,11 +586,6 @@ impl<'a> Converter<'a> {
             self.dispatch(p, thread, span, memory, changed)?;
         }
         Ok(())
-    }
-
-    #[inline]
-    fn count(&mut self, e: &Event) {
-        self.ids[usize::from(e.id)].report.count(e);
     }
 
     fn end_of(&mut self, e: &Event, memory: Option<&dyn MemoryImage>) -> io::Result<()> {
