@@ -413,6 +413,20 @@ impl<'a> Converter<'a> {
         self.take(e, memory, true)
     }
 
+    /// Feed events in order, all from sources whose memory image is
+    /// `memory`: as [`event`](Self::event) for each, faster. The sinks
+    /// that take batches are handed the slice itself, and a decoder that
+    /// writes its events into a buffer first has its stores done before
+    /// they are read (a copy of an event just written field by field
+    /// waits for the stores).
+    ///
+    /// # Errors
+    ///
+    /// A sink's output error, naming the sink, trace ID and offset.
+    pub fn events(&mut self, events: &[Event], memory: Option<&dyn MemoryImage>) -> io::Result<()> {
+        self.take_slice(events, memory)
+    }
+
     /// [`event`](Self::event), the event handed to the sinks that take
     /// batches only if `batch` (not when a part has seen it). The memory
     /// image is looked up only for the events that need it.
@@ -512,6 +526,24 @@ impl<'a> Converter<'a> {
         done
     }
 
+    /// [`take`](Self::take) for each of `events` in turn, then hand them
+    /// to the sinks that take batches as they are.
+    #[inline(always)]
+    pub(crate) fn take_slice<'m>(
+        &mut self,
+        events: &[Event],
+        memory: impl MemoryOf<'m>,
+    ) -> io::Result<()> {
+        for e in events {
+            self.take(e, memory, false)?;
+        }
+        if self.batching {
+            self.flush()?;
+            hand_batch(&mut self.sinks, &self.interests, events)?;
+        }
+        Ok(())
+    }
+
     /// [`batch`](Self::batch) `e` if `batch`.
     #[inline(always)]
     fn batch_if(&mut self, batch: bool, e: &Event) -> io::Result<()> {
@@ -545,18 +577,7 @@ impl<'a> Converter<'a> {
         if batch.is_empty() {
             return Ok(());
         }
-        for (s, interest) in self.sinks.iter_mut().zip(&self.interests) {
-            if *interest != Interest::EventsOnly {
-                continue;
-            }
-            s.events(batch).map_err(|err| {
-                let first = batch.first().map_or(0, |e| e.offset);
-                annotate(
-                    s.name(),
-                    io::Error::new(err.kind(), format!("{err} (events from offset {first})")),
-                )
-            })?;
-        }
+        hand_batch(&mut self.sinks, &self.interests, batch)?;
         self.batched = 0;
         Ok(())
     }
@@ -714,6 +735,30 @@ fn count_range(c: &mut IdReport, r: &Range) {
 
 /// A sink's error on event `e`, naming the sink, trace ID and offset.
 #[cold]
+/// Hand `batch` to the sinks (`interests`: of each) that take batches.
+fn hand_batch(
+    sinks: &mut [Box<dyn Sink + '_>],
+    interests: &[Interest],
+    batch: &[Event],
+) -> io::Result<()> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    for (s, interest) in sinks.iter_mut().zip(interests) {
+        if *interest != Interest::EventsOnly {
+            continue;
+        }
+        s.events(batch).map_err(|err| {
+            let first = batch.first().map_or(0, |e| e.offset);
+            annotate(
+                s.name(),
+                io::Error::new(err.kind(), format!("{err} (events from offset {first})")),
+            )
+        })?;
+    }
+    Ok(())
+}
+
 fn event_error(sink: &str, e: &Event, err: &io::Error) -> io::Error {
     annotate(
         sink,
@@ -810,22 +855,16 @@ pub fn convert_input(
                 .unwrap_or_else(|| Arc::clone(&fallback))
         };
         // The converter counts the events for its report itself.
-        let summary = dec::decode_uncounted(
+        let parts = conv.parts();
+        let summary = dec::decode_to(
             capture,
             memory,
             &dec::DecodeOptions::default(),
-            conv.parts(),
-            // Work of a sink done on the decoding threads comes as parts.
-            #[inline(always)]
-            |d| match d {
-                Delivery::Event(e) | Delivery::Folded(e) => {
-                    bar.at(e.offset);
-                    conv.deliver_from(d, by_id)
-                }
-                Delivery::Part { chunk_end, .. } => {
-                    bar.at(chunk_end);
-                    conv.deliver(d, None)
-                }
+            parts,
+            &mut Feed {
+                conv: &mut conv,
+                memory: by_id,
+                bar: &mut bar,
             },
         )
         .map_err(|source| ConvertError::Read {
@@ -836,6 +875,39 @@ pub fn convert_input(
         conv.add_parsed(&summary.parsed);
     }
     conv.finish().map_err(ConvertError::Output)
+}
+
+/// What a decode hands a conversion: events in slices on one thread, and
+/// every delivery of a parallel decode (work of a sink done on the
+/// decoding threads comes as parts).
+struct Feed<'c, 'a, 'm> {
+    conv: &'c mut Converter<'a>,
+    /// The memory image of each trace ID.
+    memory: ById<'m>,
+    bar: &'c mut Progress,
+}
+
+impl dec::Take for Feed<'_, '_, '_> {
+    // The converter counts the events for its report itself.
+    const COUNTS: bool = false;
+    const SLICES: bool = true;
+
+    #[inline(always)]
+    fn take(&mut self, d: Delivery<'_>) -> io::Result<()> {
+        match d {
+            Delivery::Event(e) | Delivery::Folded(e) => self.bar.at(e.offset),
+            Delivery::Part { chunk_end, .. } => self.bar.at(chunk_end),
+        }
+        self.conv.deliver_from(d, self.memory)
+    }
+
+    #[inline(always)]
+    fn take_slice(&mut self, events: &[Event]) -> io::Result<()> {
+        if let Some(last) = events.last() {
+            self.bar.at(last.offset);
+        }
+        self.conv.take_slice(events, self.memory)
+    }
 }
 
 /// The clock `--clock auto` picks for a saved-events file: cycles when
@@ -916,10 +988,17 @@ pub fn convert_events_file(
     );
     conv.add_capture(path.to_path_buf(), size);
     conv.begin().map_err(ConvertError::Output)?;
+    // Handed on in slices, as a decode hands them.
+    let mut held = Vec::with_capacity(dec::SLICE);
     for e in events {
-        let e = e.map_err(|e| bad(e.to_string()))?;
-        conv.event(&e, memory.as_deref())
-            .map_err(ConvertError::Output)?;
+        held.push(e.map_err(|e| bad(e.to_string()))?);
+        if held.len() >= dec::SLICE {
+            conv.events(&held, memory.as_deref())
+                .map_err(ConvertError::Output)?;
+            held.clear();
+        }
     }
+    conv.events(&held, memory.as_deref())
+        .map_err(ConvertError::Output)?;
     conv.finish().map_err(ConvertError::Output)
 }

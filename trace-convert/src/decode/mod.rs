@@ -16,7 +16,7 @@ use trace_core::demux::{Demux, Item, SourceStats};
 use trace_core::event::{Event, EventKind};
 use trace_core::memory::{MemoryError, MemoryImage, MemoryMap, Space};
 
-pub(crate) use parallel::decode_uncounted;
+pub(crate) use parallel::decode_to;
 pub use parallel::{
     decode_capture_parts, decode_capture_with, DecodeOptions, Delivery, Part, Parts,
 };
@@ -218,6 +218,8 @@ pub(crate) fn decode_sequential_into<T: Take>(
         failure: None,
         each,
     };
+    // Events held for a consumer that takes them in slices.
+    let mut held: Vec<Event> = Vec::with_capacity(if T::SLICES { 2 * SLICE } else { 0 });
     let (demux, bytes) = stream_capture(spec, |items| {
         for item in items {
             match item {
@@ -240,11 +242,23 @@ pub(crate) fn decode_sequential_into<T: Take>(
                             d
                         }
                     };
-                    dec.push(*offset, packet, &mut |e| sink.on(&e));
+                    if T::SLICES {
+                        dec.push(*offset, packet, &mut |e| held.push(e));
+                        if held.len() >= SLICE {
+                            sink.on_slice(&held);
+                            held.clear();
+                        }
+                    } else {
+                        dec.push(*offset, packet, &mut |e| sink.on(&e));
+                    }
                 }
                 Item::Error { id, error } => {
                     if let Some(dec) = decoders.get_mut(usize::from(slot[usize::from(*id)])) {
-                        dec.packet_error(error.offset(), &mut |e| sink.on(&e));
+                        if T::SLICES {
+                            dec.packet_error(error.offset(), &mut |e| held.push(e));
+                        } else {
+                            dec.packet_error(error.offset(), &mut |e| sink.on(&e));
+                        }
                     }
                 }
                 _ => {}
@@ -261,8 +275,16 @@ pub(crate) fn decode_sequential_into<T: Take>(
     let counted: &[u8] = if T::COUNTS { &ids } else { &[] };
     for &id in &ids {
         if let Some(dec) = decoders.get_mut(usize::from(slot[usize::from(id)])) {
-            dec.finish(&mut |e| sink.on(&e));
+            if T::SLICES {
+                dec.finish(&mut |e| held.push(e));
+            } else {
+                dec.finish(&mut |e| sink.on(&e));
+            }
         }
+    }
+    // The events held after the last packet, and those of the ends.
+    if !held.is_empty() {
+        sink.on_slice(&held);
     }
     if sink.failure.is_none() {
         if let Err(e) = sink.each.end() {
@@ -287,14 +309,34 @@ pub(crate) fn decode_sequential_into<T: Take>(
 /// there are at most 128 decoders).
 const NO_DECODER: u8 = u8::MAX;
 
+/// Events held for a consumer that takes slices ([`Take::SLICES`]): it is
+/// handed them once at least this many are held, after a packet. (256
+/// and 4096 were as fast, within 2%, converting 16 MiB of PTM to
+/// Perfetto and LCOV.)
+pub(crate) const SLICE: usize = 1024;
+
 /// What a [`Sink`] hands its deliveries to.
 pub(crate) trait Take {
     /// The decode counts each source's events for its summary (a
     /// constant: a decode that counts pays no test for it).
     const COUNTS: bool = true;
 
+    /// The decode on the calling thread hands the events in slices
+    /// ([`take_slice`](Self::take_slice)): the decoder writes each event
+    /// into a buffer, and the consumer reads them later, when the stores
+    /// are done, instead of right after each was written field by field.
+    const SLICES: bool = false;
+
     /// Take one delivery.
     fn take(&mut self, d: Delivery<'_>) -> io::Result<()>;
+
+    /// Take events no part has seen, in order (only when
+    /// [`SLICES`](Self::SLICES)).
+    fn take_slice(&mut self, events: &[Event]) -> io::Result<()> {
+        events
+            .iter()
+            .try_for_each(|e| self.take(Delivery::Event(e)))
+    }
 
     /// The decode has ended (after every delivery).
     ///
@@ -320,23 +362,6 @@ impl<F: FnMut(&Event) -> io::Result<()>> Take for OnlyEvents<F> {
             Delivery::Event(e) | Delivery::Folded(e) => (self.0)(e),
             Delivery::Part { .. } => Ok(()),
         }
-    }
-}
-
-/// A consumer that counts the events for itself: the decode does not
-/// count them, and its summary lists no sources.
-pub(crate) struct Uncounted<T>(pub(crate) T);
-
-impl<T: Take> Take for Uncounted<T> {
-    const COUNTS: bool = false;
-
-    #[inline(always)]
-    fn take(&mut self, d: Delivery<'_>) -> io::Result<()> {
-        self.0.take(d)
-    }
-
-    fn end(&mut self) -> io::Result<()> {
-        self.0.end()
     }
 }
 
@@ -369,6 +394,21 @@ impl<F: Take> Sink<'_, F> {
         self.deliver(e);
     }
 
+    /// Count `events` and hand them on as one slice.
+    #[inline]
+    pub(crate) fn on_slice(&mut self, events: &[Event]) {
+        if F::COUNTS {
+            for e in events {
+                self.counts[usize::from(e.id)].count(e);
+            }
+        }
+        if self.failure.is_none() {
+            if let Err(err) = self.each.take_slice(events) {
+                self.failure = Some(err);
+            }
+        }
+    }
+
     /// Hand `e` on without counting it.
     #[inline(always)]
     pub(crate) fn deliver(&mut self, e: &Event) {
@@ -390,10 +430,37 @@ impl<F: Take> Sink<'_, F> {
 mod tests {
     use super::*;
 
-    /// A consumer that counts for itself is handed the same events, the
+    /// A consumer that counts the events for itself and takes them in
+    /// slices.
+    struct Sliced {
+        events: Vec<Event>,
+        /// The length of each slice.
+        slices: Vec<usize>,
+    }
+
+    impl Take for Sliced {
+        const COUNTS: bool = false;
+        const SLICES: bool = true;
+
+        fn take(&mut self, d: Delivery<'_>) -> io::Result<()> {
+            if let Delivery::Event(e) = d {
+                self.events.push(*e);
+            }
+            Ok(())
+        }
+
+        fn take_slice(&mut self, events: &[Event]) -> io::Result<()> {
+            self.slices.push(events.len());
+            self.events.extend_from_slice(events);
+            Ok(())
+        }
+    }
+
+    /// A consumer that counts for itself and takes slices is handed the
+    /// same events, in slices of at least [`SLICE`] but the last; the
     /// parser's counters are the same, and the summary lists no sources.
     #[test]
-    fn an_uncounted_decode_hands_on_the_same_events() {
+    fn a_sliced_uncounted_decode_hands_on_the_same_events() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/snapshot");
         let input = crate::input::resolve(&dir, &crate::input::flags::SourceFlags::default())
             .expect("the bundled example");
@@ -409,18 +476,16 @@ mod tests {
             Ok(())
         })
         .expect("decodes");
-        let mut uncounted = Vec::new();
-        let b = decode_sequential_into(
-            spec,
-            memory,
-            &mut Uncounted(OnlyEvents(|e: &Event| {
-                uncounted.push(*e);
-                Ok(())
-            })),
-        )
-        .expect("decodes");
-        assert!(!counted.is_empty());
-        assert_eq!(counted, uncounted);
+        let mut sliced = Sliced {
+            events: Vec::new(),
+            slices: Vec::new(),
+        };
+        let b = decode_sequential_into(spec, memory, &mut sliced).expect("decodes");
+        assert!(counted.len() > SLICE, "more than one slice");
+        assert_eq!(counted, sliced.events);
+        let (last, full) = sliced.slices.split_last().expect("slices");
+        assert!(*last > 0 && !full.is_empty());
+        assert!(full.iter().all(|&n| n >= SLICE), "{:?}", sliced.slices);
         let ranges = counted
             .iter()
             .filter(|e| matches!(e.kind, EventKind::Range(_)))

@@ -220,42 +220,23 @@ pub fn decode_capture_parts(
     parts: Arc<dyn Parts>,
     each: impl FnMut(Delivery<'_>) -> io::Result<()>,
 ) -> Result<DecodeSummary, ReadError> {
-    parts_with(spec, memory, opts, Some(parts), each, All)
+    decode_to(spec, memory, opts, Some(parts), &mut All(each))
 }
 
-/// [`decode_capture_parts`] for a consumer that counts the events for
-/// itself (a conversion): on one thread, the decode does not count them
-/// (the summary lists no sources); `parts` may be `None`.
+/// [`decode_capture_parts`] handing the deliveries to a [`Take`], which
+/// says whether the decode on the calling thread counts the events and
+/// hands them in slices; `parts` may be `None`.
 ///
 /// # Errors
 ///
 /// As [`decode_capture_with`].
-pub(crate) fn decode_uncounted(
+pub(crate) fn decode_to<T: Take>(
     spec: &CaptureSpec,
     memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
     opts: &DecodeOptions,
     parts: Option<Arc<dyn Parts>>,
-    each: impl FnMut(Delivery<'_>) -> io::Result<()>,
+    each: &mut T,
 ) -> Result<DecodeSummary, ReadError> {
-    parts_with(spec, memory, opts, parts, each, |each| {
-        super::Uncounted(All(each))
-    })
-}
-
-/// [`decode_capture_parts`] with the consumer `each` made a [`Take`] by
-/// `on_one_thread` when the calling thread decodes alone.
-fn parts_with<F, T>(
-    spec: &CaptureSpec,
-    memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
-    opts: &DecodeOptions,
-    parts: Option<Arc<dyn Parts>>,
-    each: F,
-    on_one_thread: impl FnOnce(F) -> T,
-) -> Result<DecodeSummary, ReadError>
-where
-    F: FnMut(Delivery<'_>) -> io::Result<()>,
-    T: Take,
-{
     let size = std::fs::metadata(&spec.path).map_or(0, |m| m.len());
     if opts.jobs <= 1 || size < opts.min_parallel_bytes {
         return super::in_parts::decode_sequential_parts(
@@ -263,10 +244,19 @@ where
             memory,
             parts.as_deref(),
             opts.part_bytes,
-            &mut on_one_thread(each),
+            each,
         );
     }
-    decode_parallel_parts(spec, memory, opts, parts, each).map(|(s, _)| s)
+    // Inlined into the joining loop, as the consumer's own code is.
+    decode_parallel_parts(
+        spec,
+        memory,
+        opts,
+        parts,
+        #[inline(always)]
+        |d| each.take(d),
+    )
+    .map(|(s, _)| s)
 }
 
 /// Spare event buffers shared with the workers: a chunk's events take
