@@ -534,12 +534,26 @@ impl<'a> Converter<'a> {
         events: &[Event],
         memory: impl MemoryOf<'m>,
     ) -> io::Result<()> {
-        for e in events {
-            self.take(e, memory, false)?;
-        }
+        self.take_each(events.iter(), memory, false)?;
         if self.batching {
             self.flush()?;
             hand_batch(&mut self.sinks, &self.interests, events)?;
+        }
+        Ok(())
+    }
+
+    /// [`take`](Self::take) for each of `events` in turn, each batched if
+    /// `batch`: one loop, with the converter's state at hand from event
+    /// to event.
+    #[inline(always)]
+    pub(crate) fn take_each<'e, 'm>(
+        &mut self,
+        events: impl Iterator<Item = &'e Event>,
+        memory: impl MemoryOf<'m>,
+        batch: bool,
+    ) -> io::Result<()> {
+        for e in events {
+            self.take(e, memory, batch)?;
         }
         Ok(())
     }
@@ -907,6 +921,15 @@ impl dec::Take for Feed<'_, '_, '_> {
             self.bar.at(last.offset);
         }
         self.conv.take_slice(events, self.memory)
+    }
+
+    #[inline(always)]
+    fn take_run(&mut self, run: &[(u64, Event)], folded: bool) -> io::Result<()> {
+        if let Some((_, last)) = run.last() {
+            self.bar.at(last.offset);
+        }
+        self.conv
+            .take_each(run.iter().map(|(_, e)| e), self.memory, !folded)
     }
 }
 

@@ -1,12 +1,14 @@
 //! Events fed to a converter in slices (`Converter::events`, as the
 //! decode on one thread hands them) give the same outputs and counters as
 //! the same events fed one by one (`Converter::event`), whatever the
-//! slices' lengths; and so does a whole conversion of the capture.
+//! slices' lengths; and so does a whole conversion of the capture, on one
+//! thread and on several (where the join hands on runs of events).
 
 mod convert_common;
 
 use convert_common::resolve;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::Arc;
 use trace_convert::chrome::ChromeSink;
 use trace_convert::convert::{self, ConvertOptions, ConvertReport, Converter};
@@ -163,4 +165,88 @@ fn a_whole_conversion_equals_its_events_fed_one_by_one() {
     assert_eq!(whole.lcov, one_by_one.lcov);
     assert_eq!(whole.report.ids, one_by_one.report.ids);
     assert_eq!(whole.report.stacks, one_by_one.report.stacks);
+}
+
+/// The outputs of the CLI converting `dir` on `jobs` threads (LCOV too
+/// when `elf` is given).
+fn cli(dir: &Path, elf: Option<&Path>, jobs: usize, out: &Path) -> Vec<Vec<u8>> {
+    let names = ["t.pftrace", "t.json", "t.folded", "t.info"];
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_trace-convert"));
+    cmd.env("TRACE_CONVERT_JOBS", jobs.to_string()).arg(dir);
+    for (flag, name) in ["--perfetto", "--chrome", "--folded"].iter().zip(names) {
+        cmd.arg(flag).arg(out.join(name));
+    }
+    if let Some(elf) = elf {
+        cmd.arg("--elf")
+            .arg(elf)
+            .arg("--lcov")
+            .arg(out.join(names[3]));
+    }
+    let run = cmd.output().expect("runs");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let n = if elf.is_some() { 4 } else { 3 };
+    names[..n]
+        .iter()
+        .map(|name| std::fs::read(out.join(name)).expect("output"))
+        .collect()
+}
+
+/// A copy of the snapshot `src` in `dir`, its trace buffer `buffer`
+/// repeated `copies` times.
+fn repeated(src: &Path, buffer: &str, copies: usize, dir: &Path) -> PathBuf {
+    let out = dir.join("snapshot");
+    std::fs::create_dir_all(&out).expect("folder");
+    for entry in std::fs::read_dir(src).expect("snapshot") {
+        let path = entry.expect("entry").path();
+        if !path.is_file() {
+            continue;
+        }
+        let mut bytes = std::fs::read(&path).expect("read");
+        if path.file_name().is_some_and(|n| n == buffer) {
+            bytes = bytes.repeat(copies);
+        }
+        std::fs::write(out.join(path.file_name().expect("name")), bytes).expect("write");
+    }
+    out
+}
+
+#[test]
+fn a_conversion_on_several_threads_equals_one_thread() {
+    let tmp = std::env::temp_dir().join(format!("convert-slices-{}", std::process::id()));
+    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/snapshot");
+    let elf = example.join("example.elf");
+    let mut cases = vec![(
+        repeated(&example, "trace.bin", 64, &tmp.join("example")),
+        Some(elf),
+    )];
+    // The real capture, when the test data is here (opencsd_dir says
+    // when it is not).
+    if let Some(d) = test_support::opencsd_dir() {
+        cases.push((
+            repeated(
+                &d.join("tc2-ptm-rstk-t32"),
+                "PTM_0_2.bin",
+                16,
+                &tmp.join("rstk"),
+            ),
+            None,
+        ));
+    }
+    for (dir, elf) in &cases {
+        let one = tmp.join("one");
+        std::fs::create_dir_all(&one).expect("folder");
+        let want = cli(dir, elf.as_deref(), 1, &one);
+        assert!(want.iter().all(|o| !o.is_empty()));
+        for jobs in [2, 3] {
+            let many = tmp.join(format!("j{jobs}"));
+            std::fs::create_dir_all(&many).expect("folder");
+            let got = cli(dir, elf.as_deref(), jobs, &many);
+            assert!(got == want, "{} on {jobs} threads differs", dir.display());
+        }
+    }
+    std::fs::remove_dir_all(&tmp).ok();
 }

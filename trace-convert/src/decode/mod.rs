@@ -338,6 +338,19 @@ pub(crate) trait Take {
             .try_for_each(|e| self.take(Delivery::Event(e)))
     }
 
+    /// Take a run of a parallel decode's events (each with the key of the
+    /// item that produced it), in order: seen by a part if `folded`
+    /// ([`Delivery::Folded`]), else not ([`Delivery::Event`]).
+    fn take_run(&mut self, run: &[(u64, Event)], folded: bool) -> io::Result<()> {
+        run.iter().try_for_each(|(_, e)| {
+            self.take(if folded {
+                Delivery::Folded(e)
+            } else {
+                Delivery::Event(e)
+            })
+        })
+    }
+
     /// The decode has ended (after every delivery).
     ///
     /// # Errors
@@ -404,6 +417,17 @@ impl<F: Take> Sink<'_, F> {
         }
         if self.failure.is_none() {
             if let Err(err) = self.each.take_slice(events) {
+                self.failure = Some(err);
+            }
+        }
+    }
+
+    /// Hand on a run of a parallel decode's events (seen by a part if
+    /// `folded`), counted already.
+    #[inline]
+    pub(crate) fn hand_run(&mut self, run: &[(u64, Event)], folded: bool) {
+        if self.failure.is_none() && !run.is_empty() {
+            if let Err(err) = self.each.take_run(run, folded) {
                 self.failure = Some(err);
             }
         }

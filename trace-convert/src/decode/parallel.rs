@@ -247,16 +247,7 @@ pub(crate) fn decode_to<T: Take>(
             each,
         );
     }
-    // Inlined into the joining loop, as the consumer's own code is.
-    decode_parallel_parts(
-        spec,
-        memory,
-        opts,
-        parts,
-        #[inline(always)]
-        |d| each.take(d),
-    )
-    .map(|(s, _)| s)
+    decode_chunks(spec, memory, opts, parts, each).map(|(s, _)| s)
 }
 
 /// Spare event buffers shared with the workers: a chunk's events take
@@ -389,7 +380,7 @@ pub fn decode_parallel(
     opts: &DecodeOptions,
     each: impl FnMut(&Event) -> io::Result<()>,
 ) -> Result<(DecodeSummary, ParallelStats), ReadError> {
-    decode_chunks(spec, memory, opts, None, OnlyEvents(each))
+    decode_chunks(spec, memory, opts, None, &mut OnlyEvents(each))
 }
 
 /// [`decode_capture_parts`] on worker threads whatever the capture size
@@ -406,7 +397,7 @@ pub fn decode_parallel_parts(
     parts: Option<Arc<dyn Parts>>,
     each: impl FnMut(Delivery<'_>) -> io::Result<()>,
 ) -> Result<(DecodeSummary, ParallelStats), ReadError> {
-    decode_chunks(spec, memory, opts, parts, All(each))
+    decode_chunks(spec, memory, opts, parts, &mut All(each))
 }
 
 /// [`decode_parallel_parts`] handing its deliveries to `each`.
@@ -415,7 +406,7 @@ fn decode_chunks<T: Take>(
     mut memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
     opts: &DecodeOptions,
     parts: Option<Arc<dyn Parts>>,
-    mut each: T,
+    each: &mut T,
 ) -> Result<(DecodeSummary, ParallelStats), ReadError> {
     let (layout, raw_id) = match spec.layout {
         FrameMode::Raw { id } => (Layout::Raw, id & 0x7F),
@@ -426,7 +417,7 @@ fn decode_chunks<T: Take>(
                 memory,
                 parts.as_deref(),
                 opts.part_bytes,
-                &mut each,
+                each,
             )
             .map(|s| (s, ParallelStats::default()));
         }
@@ -518,7 +509,7 @@ fn decode_chunks<T: Take>(
     let mut sink = Sink {
         counts: Box::new([SourceCounts::default(); 256]),
         failure: None,
-        each: &mut each,
+        each,
     };
     let failed = || ReadError::Output(io::Error::other("a decoding thread failed"));
     loop {

@@ -428,7 +428,8 @@ fn fix_timestamps(l: &mut Lane, worker: &[(u64, Op)], diff: u64) {
 type Batch<'a> = (&'a [(u64, Event)], bool);
 
 /// Hand on the (counted) events of several sources in key order (each
-/// source's lists are in order already; those marked were seen by a part).
+/// source's lists are in order already; those marked were seen by a part),
+/// a run of one source's at a time.
 fn deliver_in_order<F: Take>(lists: &[Vec<(EventBuf, bool)>], sink: &mut Sink<'_, F>) {
     let lists: Vec<Vec<Batch<'_>>> = lists
         .iter()
@@ -442,9 +443,7 @@ fn deliver_in_order<F: Take>(lists: &[Vec<(EventBuf, bool)>], sink: &mut Sink<'_
         .collect();
     if lists.len() <= 1 {
         for &(batch, folded) in lists.iter().flatten() {
-            for (_, e) in batch {
-                sink.hand(delivery(e, folded));
-            }
+            sink.hand_run(batch, folded);
         }
         return;
     }
@@ -479,9 +478,7 @@ fn deliver_in_order<F: Take>(lists: &[Vec<(EventBuf, bool)>], sink: &mut Sink<'_
         while let Some(&(run, folded)) = lists[i].get(*b) {
             let rest = run.get(*p..).unwrap_or(&[]);
             let n = rest.iter().take_while(|(k, _)| *k < others).count();
-            for (_, e) in &rest[..n] {
-                sink.hand(delivery(e, folded));
-            }
+            sink.hand_run(rest.get(..n).unwrap_or(&[]), folded);
             *p += n;
             if *p < run.len() {
                 break;
@@ -489,15 +486,5 @@ fn deliver_in_order<F: Take>(lists: &[Vec<(EventBuf, bool)>], sink: &mut Sink<'_
             *b += 1;
             *p = 0;
         }
-    }
-}
-
-/// `e` handed on as a part's (`folded`) or not.
-#[inline]
-fn delivery(e: &Event, folded: bool) -> Delivery<'_> {
-    if folded {
-        Delivery::Folded(e)
-    } else {
-        Delivery::Event(e)
     }
 }
