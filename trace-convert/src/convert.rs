@@ -747,8 +747,6 @@ fn count_range(c: &mut IdReport, r: &Range) {
     c.cycles += r.cycles.map_or(0, u64::from);
 }
 
-/// A sink's error on event `e`, naming the sink, trace ID and offset.
-#[cold]
 /// Hand `batch` to the sinks (`interests`: of each) that take batches.
 fn hand_batch(
     sinks: &mut [Box<dyn Sink + '_>],
@@ -773,6 +771,8 @@ fn hand_batch(
     Ok(())
 }
 
+/// A sink's error on event `e`, naming the sink, trace ID and offset.
+#[cold]
 fn event_error(sink: &str, e: &Event, err: &io::Error) -> io::Error {
     annotate(
         sink,

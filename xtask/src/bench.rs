@@ -668,11 +668,44 @@ fn cli_binary() -> Result<PathBuf, String> {
     Ok(bin)
 }
 
+/// Parse and decode the PTM `bytes` as trace ID 0x10, handing the events
+/// to `each` in slices of about [`SLICE`], as the CLI's decode hands them
+/// to a converter.
+///
+/// # Errors
+///
+/// The first error of `each`.
+fn decode_in_slices(
+    cfg: &SourceConfig,
+    mem: &Arc<dyn MemoryImage>,
+    bytes: &[u8],
+    mut each: impl FnMut(&[Event]) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut d = Decoder::new(DecoderConfig::new(0x10, cfg), Arc::clone(mem));
+    let mut held: Vec<Event> = Vec::with_capacity(2 * SLICE);
+    if let SourceConfig::Ptm(c) = cfg {
+        let mut p = ptm_packets::Parser::new(*c);
+        for chunk in bytes.chunks(CHUNK) {
+            for (off, pkt) in p.feed(chunk).flatten() {
+                d.push(off, &AnyPacket::Ptm(pkt), &mut |e| held.push(e));
+                if held.len() >= SLICE {
+                    each(&held)?;
+                    held.clear();
+                }
+            }
+        }
+    }
+    d.finish(&mut |e| held.push(e));
+    each(&held)
+}
+
 /// Rows of the output sinks: the corpus program `example` (T32, with its
 /// ELF and DWARF) encoded as cycle-accurate PTM with the return stack,
 /// repeated to a quarter of the in-memory size, decoded and converted
 /// through each sink into files under `dir`; each row also gives its cost
-/// against the decode alone.
+/// against the decode alone (whose count is inlined into the decoder, so
+/// that its events need not be written out) and against the decode
+/// handing its events on in slices, as a converter is given them.
 fn sink_rows(opts: &Opts, dir: &Path, rows: &mut Vec<Row>) -> Result<(), String> {
     use trace_convert::chrome::ChromeSink;
     use trace_convert::convert::{ConvertOptions, Converter};
@@ -726,31 +759,16 @@ fn sink_rows(opts: &Opts, dir: &Path, rows: &mut Vec<Row>) -> Result<(), String>
     // The decode with its events written out, handed on in slices as the
     // converter takes them (counted from the slices).
     let (held_time, _) = best(opts.runs, || {
-        let mut d = Decoder::new(DecoderConfig::new(0x10, &cfg), Arc::clone(&mem));
-        let mut held: Vec<Event> = Vec::with_capacity(2 * SLICE);
         let mut n = 0u64;
-        let mut count = |held: &mut Vec<Event>| {
-            for e in black_box(&*held) {
+        let counted = decode_in_slices(&cfg, &mem, &bytes, |held| {
+            for e in black_box(held) {
                 if let EventKind::Range(r) = &e.kind {
                     n += u64::from(r.count);
                 }
             }
-            held.clear();
-        };
-        if let SourceConfig::Ptm(c) = cfg {
-            let mut p = ptm_packets::Parser::new(c);
-            for chunk in bytes.chunks(CHUNK) {
-                for (off, pkt) in p.feed(chunk).flatten() {
-                    d.push(off, &AnyPacket::Ptm(pkt), &mut |e| held.push(e));
-                    if held.len() >= SLICE {
-                        count(&mut held);
-                    }
-                }
-            }
-        }
-        d.finish(&mut |e| held.push(e));
-        count(&mut held);
-        n
+            Ok(())
+        });
+        counted.map(|()| n)
     });
     rows.push(Row {
         what: "sinks input: decode, events handed on in slices".into(),
@@ -796,24 +814,11 @@ fn sink_rows(opts: &Opts, dir: &Path, rows: &mut Vec<Row>) -> Result<(), String>
                         _ => {}
                     }
                 }
-                let mut d = Decoder::new(DecoderConfig::new(0x10, &cfg), Arc::clone(&mem));
                 // Events go to the converter in slices, as the CLI hands
                 // them.
-                let mut held = Vec::with_capacity(2 * SLICE);
-                if let SourceConfig::Ptm(c) = cfg {
-                    let mut p = ptm_packets::Parser::new(c);
-                    for chunk in bytes.chunks(CHUNK) {
-                        for (off, pkt) in p.feed(chunk).flatten() {
-                            d.push(off, &AnyPacket::Ptm(pkt), &mut |e| held.push(e));
-                            if held.len() >= SLICE {
-                                conv.events(&held, Some(&*mem)).map_err(|e| e.to_string())?;
-                                held.clear();
-                            }
-                        }
-                    }
-                }
-                d.finish(&mut |e| held.push(e));
-                conv.events(&held, Some(&*mem)).map_err(|e| e.to_string())?;
+                decode_in_slices(&cfg, &mem, &bytes, |held| {
+                    conv.events(held, Some(&*mem)).map_err(|e| e.to_string())
+                })?;
                 conv.finish().map(|_| ()).map_err(|e| e.to_string())
             };
             if let Err(e) = run() {
