@@ -5,8 +5,8 @@
 //! LCOV together. The decode itself (parse and decode, counting) is the
 //! first row, so each converter row reads as a cost against it; the
 //! second decodes with its events written out and handed on in slices, as
-//! the converter is given them (in the first, the count is inlined into
-//! the decoder, and the events need not be written out at all).
+//! the converter is given them (in the first, each event is handed to a
+//! count inlined into the decoder).
 //! Throughput is in instructions.
 
 use std::hint::black_box;
@@ -55,6 +55,23 @@ impl Output for Discard {
     }
 }
 
+/// Parse and decode the PTM `bytes` as trace ID 0x10, handing each event
+/// to `each` (generic: a closure is inlined into the decoder).
+fn decode<F: FnMut(Event)>(
+    bytes: &[u8],
+    cfg: ptm_packets::Config,
+    mem: &Arc<dyn MemoryImage>,
+    each: &mut F,
+) {
+    let source = SourceConfig::Ptm(cfg);
+    let mut d = Decoder::new(DecoderConfig::new(0x10, &source), Arc::clone(mem));
+    let mut p = ptm_packets::Parser::new(cfg);
+    for (off, pkt) in p.feed_at(0, bytes).flatten() {
+        d.push(off, &AnyPacket::Ptm(pkt), each);
+    }
+    d.finish(each);
+}
+
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../corpus/fixtures")
 }
@@ -82,21 +99,12 @@ fn bench(c: &mut Criterion) {
     .expect("encode");
     let regs = ptm.regs().expect("registers");
     let cfg = ptm.config().expect("configuration");
-    let source = SourceConfig::Ptm(cfg);
     let mem: Arc<dyn MemoryImage> = Arc::new(map);
     let symbols = Symbolizer::from_elves(std::slice::from_ref(&elf)).expect("symbols");
     let clock = ConvertOptions::default().clock_for_etmcr(&[regs.etmcr]);
 
-    let decode = |each: &mut dyn FnMut(Event)| {
-        let mut d = Decoder::new(DecoderConfig::new(0x10, &source), Arc::clone(&mem));
-        let mut p = ptm_packets::Parser::new(cfg);
-        for (off, pkt) in p.feed_at(0, &bytes).flatten() {
-            d.push(off, &AnyPacket::Ptm(pkt), &mut |e| each(e));
-        }
-        d.finish(&mut |e| each(e));
-    };
     let mut events = Vec::new();
-    decode(&mut |e| events.push(e));
+    decode(&bytes, cfg, &mem, &mut |e| events.push(e));
     let insns: u64 = events
         .iter()
         .map(|e| match e.kind {
@@ -132,7 +140,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("decode alone", |b| {
         b.iter(|| {
             let mut n = 0u64;
-            decode(&mut |e| {
+            decode(&bytes, cfg, &mem, &mut |e| {
                 if let EventKind::Range(r) = black_box(e).kind {
                     n += u64::from(r.count);
                 }
@@ -152,15 +160,12 @@ fn bench(c: &mut Criterion) {
                 }
                 held.clear();
             };
-            let mut d = Decoder::new(DecoderConfig::new(0x10, &source), Arc::clone(&mem));
-            let mut p = ptm_packets::Parser::new(cfg);
-            for (off, pkt) in p.feed_at(0, &bytes).flatten() {
-                d.push(off, &AnyPacket::Ptm(pkt), &mut |e| held.push(e));
+            decode(&bytes, cfg, &mem, &mut |e| {
+                held.push(e);
                 if held.len() >= SLICE {
                     count(&mut held);
                 }
-            }
-            d.finish(&mut |e| held.push(e));
+            });
             count(&mut held);
             n
         });
