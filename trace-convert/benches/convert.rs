@@ -17,6 +17,8 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use trace_convert::chrome::ChromeSink;
 use trace_convert::convert::{ConvertOptions, Converter};
+// Events handed to the converter at once, as the CLI's decode hands them.
+use trace_convert::decode::SLICE;
 use trace_convert::folded::{FoldedSink, Weight};
 use trace_convert::formats::coverage::LcovOptions;
 use trace_convert::sink::lcov::LcovSink;
@@ -31,9 +33,6 @@ use trace_encode::{write_repeated, Encoding, PtmOptions};
 
 /// Encoded trace size.
 const BYTES: u64 = 4 << 20;
-
-/// Events handed to the converter at once, as the CLI's decode hands them.
-const SLICE: usize = 1024;
 
 /// An output that drops its bytes.
 struct Discard;

@@ -42,12 +42,11 @@ use trace_core::demux::{AnyPacket, SourceConfig};
 use trace_core::event::{Event, EventKind};
 use trace_core::frames::{Deformatter, FrameEvent, FrameMode};
 use trace_core::memory::MemoryImage;
+// Events handed to a converter at once in the sink rows, as the CLI's
+// decode hands them.
+use trace_convert::decode::SLICE;
 
 const CHUNK: usize = 1 << 20;
-
-/// Events handed to a converter at once in the sink rows (as the CLI's
-/// decode hands them).
-const SLICE: usize = 1024;
 
 /// Command-line options.
 struct Opts {

@@ -309,11 +309,12 @@ pub(crate) fn decode_sequential_into<T: Take>(
 /// there are at most 128 decoders).
 const NO_DECODER: u8 = u8::MAX;
 
-/// Events held for a consumer that takes slices ([`Take::SLICES`]): it is
-/// handed them once at least this many are held, after a packet. (256
-/// and 4096 were as fast, within 2%, converting 16 MiB of PTM to
-/// Perfetto and LCOV.)
-pub(crate) const SLICE: usize = 1024;
+/// How many events a decode on one thread holds before it hands them to a
+/// conversion as one slice (once a packet has brought them to this many;
+/// see [`Converter::events`](crate::convert::Converter::events)). Slices
+/// of 256 and 4096 were as fast, within 2%, converting 16 MiB of PTM to
+/// Perfetto and LCOV.
+pub const SLICE: usize = 1024;
 
 /// What a [`Sink`] hands its deliveries to.
 pub(crate) trait Take {
