@@ -588,9 +588,6 @@ impl<'a> Converter<'a> {
     /// Hand the batched events to the sinks that take batches.
     fn flush(&mut self) -> io::Result<()> {
         let batch = self.batch.get(..self.batched).unwrap_or_default();
-        if batch.is_empty() {
-            return Ok(());
-        }
         hand_batch(&mut self.sinks, &self.interests, batch)?;
         self.batched = 0;
         Ok(())

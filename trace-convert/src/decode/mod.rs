@@ -416,21 +416,15 @@ impl<F: Take> Sink<'_, F> {
                 self.counts[usize::from(e.id)].count(e);
             }
         }
-        if self.failure.is_none() {
-            if let Err(err) = self.each.take_slice(events) {
-                self.failure = Some(err);
-            }
-        }
+        self.attempt(|each| each.take_slice(events));
     }
 
     /// Hand on a run of a parallel decode's events (seen by a part if
     /// `folded`), counted already.
     #[inline]
     pub(crate) fn hand_run(&mut self, run: &[(u64, Event)], folded: bool) {
-        if self.failure.is_none() && !run.is_empty() {
-            if let Err(err) = self.each.take_run(run, folded) {
-                self.failure = Some(err);
-            }
+        if !run.is_empty() {
+            self.attempt(|each| each.take_run(run, folded));
         }
     }
 
@@ -443,8 +437,15 @@ impl<F: Take> Sink<'_, F> {
     /// Hand `d` on.
     #[inline(always)]
     pub(crate) fn hand(&mut self, d: Delivery<'_>) {
+        self.attempt(|each| each.take(d));
+    }
+
+    /// `f` on the consumer unless it failed before; its error is kept
+    /// (nothing is handed on after it).
+    #[inline(always)]
+    fn attempt(&mut self, f: impl FnOnce(&mut F) -> io::Result<()>) {
         if self.failure.is_none() {
-            if let Err(err) = self.each.take(d) {
+            if let Err(err) = f(self.each) {
                 self.failure = Some(err);
             }
         }
