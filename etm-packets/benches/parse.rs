@@ -92,6 +92,7 @@ fn synthetic_stream(cfg: Config) -> Vec<u8> {
                     Packet::Branch(Branch {
                         address: pc,
                         bits: 0,
+                        known_bits: 0,
                         isa: Isa::Thumb,
                         ns: false,
                         hyp: false,

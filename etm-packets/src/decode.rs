@@ -269,11 +269,16 @@ fn branch_address(c: &mut Cur<'_>, cfg: &Config, st: &State) -> Result<BranchOut
 
 /// Fast path for the most common branch packet: a compressed address of
 /// 1-4 bytes without exception information, decoded from eight bytes read
-/// at once. Returns the length, the full address and the packet; `None`
+/// at once. Returns the length, the full address, the number of its low
+/// bits known and the packet; `None`
 /// means "use the general decoder" (fewer than eight bytes available, a
 /// five-byte address, or exception information).
 #[inline(always)]
-pub(crate) fn quick_branch(rest: &[u8], cfg: &Config, st: &State) -> Option<(usize, u32, Packet)> {
+pub(crate) fn quick_branch(
+    rest: &[u8],
+    cfg: &Config,
+    st: &State,
+) -> Option<(usize, u32, u8, Packet)> {
     let word: [u8; 8] = rest.get(..8)?.try_into().ok()?;
     let w = u64::from_le_bytes(word);
     // First byte (of the first four) whose continuation bit is clear.
@@ -300,12 +305,15 @@ pub(crate) fn quick_branch(rest: &[u8], cfg: &Config, st: &State) -> Option<(usi
     let bits = pbits + shift;
     let m = mask32(bits);
     let address = (st.last_addr & !m) | (v << shift);
+    let known_bits = st.known_bits.max(bits as u8);
     Some((
         n,
         address,
+        known_bits,
         Packet::Branch(Branch {
             address,
             bits: bits as u8,
+            known_bits,
             isa: st.isa,
             ns: st.ns,
             hyp: st.hyp,
@@ -449,6 +457,7 @@ fn decode_inner(
             Packet::Branch(Branch {
                 address: b.address,
                 bits: b.bits,
+                known_bits: st.known_bits.max(b.bits),
                 isa: b.isa,
                 ns: b.ns,
                 hyp: b.hyp,

@@ -185,6 +185,7 @@ mod tests {
         let b = Branch {
             address: 0xc035_beb6,
             bits: 28,
+            known_bits: 32,
             isa: Isa::Thumb,
             ns: true,
             hyp: false,

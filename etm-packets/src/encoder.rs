@@ -41,7 +41,7 @@ const MAX: usize = 32;
 /// for p in [
 ///     Packet::ASync,
 ///     Packet::ISync(ISync::new(0x8000, Isa::Arm, Reason::TraceOn)),
-///     Packet::Branch(Branch { address: 0x8040, bits: 0, isa: Isa::Arm, ns: false, hyp: false, exception: None }),
+///     Packet::Branch(Branch { address: 0x8040, bits: 0, known_bits: 0, isa: Isa::Arm, ns: false, hyp: false, exception: None }),
 /// ] {
 ///     let n = enc.encode(&p, &mut buf).unwrap();
 ///     bytes.extend_from_slice(&buf[..n]);

@@ -512,6 +512,13 @@ pub struct Branch {
     /// address). When encoding, 0 asks for the minimal encoding and a
     /// larger value for at least that many bits.
     pub bits: u8,
+    /// Number of low bits of `address` that are known: the bits this
+    /// packet carried and those that earlier packets carried since the
+    /// parser synchronized (32 once an I-sync or a five-byte address was
+    /// seen). Before that, the bits above come from no packet and read as
+    /// 0: `address` is not where execution went, only its low bits are.
+    /// Ignored when encoding.
+    pub known_bits: u8,
     /// Instruction set state after the branch.
     pub isa: Isa,
     /// Non-secure state after the branch.

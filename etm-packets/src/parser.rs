@@ -496,9 +496,10 @@ impl Parser {
                 a.map(|a| Ok((off, Packet::Atoms(a))))
             }
             Class::Branch if rest.len() >= 8 => match quick_branch(rest, &self.cfg, &self.st) {
-                Some((len, address, pkt)) => {
+                Some((len, address, known, pkt)) => {
                     *pos = p + len;
                     self.st.last_addr = address;
+                    self.st.known_bits = known;
                     self.stats.packets += 1;
                     self.stats.bytes_in_packets += len as u64;
                     Some(Ok((off, pkt)))
@@ -715,13 +716,14 @@ impl Iterator for Packets<'_> {
             // configuration: the common forms are decoded inline too.
             if b & 1 == 1 {
                 let p = &mut *self.parser;
-                if let Some((len, address, pkt)) = quick_branch(self.fast, &p.cfg, &p.st) {
+                if let Some((len, address, known, pkt)) = quick_branch(self.fast, &p.cfg, &p.st) {
                     let off = self
                         .base
                         .wrapping_add((self.chunk.len() - self.fast.len()) as u64);
                     self.fast = self.fast.get(len..).unwrap_or(&[]);
                     self.slow_bytes += len;
                     p.st.last_addr = address;
+                    p.st.known_bits = known;
                     p.stats.packets += 1;
                     p.stats.bytes_in_packets += len as u64;
                     return Some(Ok((off, pkt)));

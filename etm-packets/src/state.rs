@@ -10,6 +10,9 @@ use crate::packet::{Isa, NormalData, OutOfOrderPlaceholder, Packet, ValueNotTrac
 pub(crate) struct State {
     /// Last branch / I-sync address.
     pub last_addr: u32,
+    /// Number of low bits of `last_addr` that packets have given since
+    /// synchronization (32 after an I-sync or a five-byte address).
+    pub known_bits: u8,
     /// Current instruction set state.
     pub isa: Isa,
     /// AltISA bit (ThumbEE when in Thumb state).
@@ -36,12 +39,14 @@ impl State {
                 self.hyp = s.hyp();
                 if !s.is_data_only() {
                     self.last_addr = s.resume_address();
+                    self.known_bits = 32;
                     self.isa = s.isa();
                     self.alt = s.isa() == Isa::ThumbEE;
                 }
             }
             Packet::Branch(b) => {
                 self.last_addr = b.address;
+                self.known_bits = b.known_bits;
                 self.isa = b.isa;
                 if matches!(b.isa, Isa::Thumb | Isa::ThumbEE) {
                     self.alt = b.isa == Isa::ThumbEE;

@@ -194,6 +194,7 @@ fn branch(cfg: Config) -> BoxedStrategy<Branch> {
             address(isa).prop_map(move |address| Branch {
                 address,
                 bits: 0,
+                known_bits: 0,
                 isa,
                 ns,
                 hyp: hyp && hyp_ok,
@@ -311,7 +312,11 @@ fn packet(cfg: Config) -> BoxedStrategy<Packet> {
 /// Clears the "bits carried" fields, which the encoder chooses.
 fn normalize(p: Packet) -> Packet {
     match p {
-        Packet::Branch(b) => Packet::Branch(Branch { bits: 0, ..b }),
+        Packet::Branch(b) => Packet::Branch(Branch {
+            bits: 0,
+            known_bits: 0,
+            ..b
+        }),
         Packet::Timestamp(t) => Packet::Timestamp(Timestamp { bits: 0, ..t }),
         Packet::NormalData(d) => Packet::NormalData(NormalData {
             address_bits: 0,
@@ -590,6 +595,7 @@ fn encoder_honours_requested_bits_and_resync() {
         Packet::Branch(Branch {
             address: 0x8004,
             bits,
+            known_bits: 0,
             isa: Isa::Arm,
             ns: false,
             hyp: false,
@@ -637,6 +643,7 @@ fn encoder_rejects_unrepresentable_packets() {
         Packet::Branch(Branch {
             address: 0x1002,
             bits: 0,
+            known_bits: 0,
             isa: Isa::Arm,
             ns: false,
             hyp: false,

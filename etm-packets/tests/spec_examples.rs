@@ -228,6 +228,7 @@ fn upper_bits_unchanged_needs_three_bytes() {
     let target = Branch {
         address: 0xc008_0000,
         bits: 0,
+        known_bits: 0,
         isa: Isa::Thumb,
         ns: false,
         hyp: false,

@@ -530,6 +530,9 @@ fn print_summary(r: &ConvertReport) {
             ));
         }
         eprintln!("{line}");
+        for line in trace_convert::decode::mismatch_lines(*id, &c.inside, &c.inconsistent) {
+            eprintln!("trace-convert: {line}");
+        }
     }
     if r.stacks_built {
         let s = r.stacks;

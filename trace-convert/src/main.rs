@@ -433,6 +433,9 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
                     c.nacc,
                     c.gaps
                 );
+                for line in dec::mismatch_lines(*id, &c.inside, &c.inconsistent) {
+                    eprintln!("trace-convert: {}: {line}", capture.path.display());
+                }
             }
         }
         Ok(())

@@ -270,6 +270,16 @@ pub enum GapReason {
         /// Address of the branch.
         addr: u32,
     },
+    /// The trace enters the code at `addr`, where the image holds no valid
+    /// instruction, and the halfword before `addr` begins a 32-bit T32
+    /// instruction that covers it: the trace goes into the middle of an
+    /// instruction of the image. The image does not match the code that
+    /// ran (or the trace is damaged); nothing is decoded until the next
+    /// address.
+    InsideInstruction {
+        /// The address the trace went to.
+        addr: u32,
+    },
     /// The processor is in an instruction set the decoder cannot follow
     /// (Jazelle).
     UnsupportedIsa,
@@ -285,6 +295,7 @@ impl GapReason {
             GapReason::Undefined { .. } => "undefined",
             GapReason::NoWaypoint { .. } => "no_waypoint",
             GapReason::UnknownTarget { .. } => "unknown_target",
+            GapReason::InsideInstruction { .. } => "inside_instruction",
             GapReason::UnsupportedIsa => "unsupported_isa",
             GapReason::PacketError => "packet_error",
         }
@@ -296,8 +307,39 @@ impl GapReason {
         match self {
             GapReason::Undefined { addr }
             | GapReason::NoWaypoint { addr }
-            | GapReason::UnknownTarget { addr } => Some(addr),
+            | GapReason::UnknownTarget { addr }
+            | GapReason::InsideInstruction { addr } => Some(addr),
             _ => None,
+        }
+    }
+}
+
+/// Which of the trace's own cross-checks found the decoded flow and the
+/// trace in disagreement (see [`EventKind::Inconsistent`]).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Check {
+    /// A periodic I-sync names another address than the one the walk
+    /// reached (PTM: one outside the straight-line code up to the next
+    /// waypoint).
+    Sync,
+    /// A branch address packet without an exception where the walk ended
+    /// on no indirect branch: its target is not where the image's
+    /// instruction goes.
+    Branch,
+    /// ETMv3: atoms after an executed indirect branch, before the branch
+    /// address packet that must give its target.
+    Atoms,
+}
+
+impl Check {
+    /// Stable snake_case name: `sync`, `branch`, `atoms`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Check::Sync => "sync",
+            Check::Branch => "branch",
+            Check::Atoms => "atoms",
         }
     }
 }
@@ -366,6 +408,20 @@ pub enum EventKind {
     /// A hole in the decoded flow; decoding resumes at the next address
     /// packet or I-sync.
     Gap(GapReason),
+    /// The trace contradicts the flow decoded so far: a flipped atom, lost
+    /// bytes or a memory image that does not match walked the decoder
+    /// somewhere the processor did not go. The decoder follows the trace
+    /// from here (the traced address when there is one, else the next
+    /// address packet).
+    Inconsistent {
+        /// Which check found it.
+        check: Check,
+        /// Where the decoded flow was (the next instruction; for
+        /// [`Check::Atoms`] the indirect branch waiting for its target).
+        expected: u32,
+        /// The address the trace gives (`None` for [`Check::Atoms`]).
+        traced: Option<u32>,
+    },
     /// The end of the trace.
     EndOfTrace,
 }
@@ -373,7 +429,7 @@ pub enum EventKind {
 impl EventKind {
     /// Stable snake_case name: `range`, `exception`, `exception_return`,
     /// `context`, `trace_on`, `no_sync`, `timestamp`, `cycle_count`,
-    /// `addr_nacc`, `gap`, `end_of_trace`.
+    /// `addr_nacc`, `gap`, `inconsistent`, `end_of_trace`.
     #[must_use]
     pub const fn name(&self) -> &'static str {
         match self {
@@ -387,6 +443,7 @@ impl EventKind {
             EventKind::CycleCount(_) => "cycle_count",
             EventKind::AddrNacc { .. } => "addr_nacc",
             EventKind::Gap(_) => "gap",
+            EventKind::Inconsistent { .. } => "inconsistent",
             EventKind::EndOfTrace => "end_of_trace",
         }
     }

@@ -65,6 +65,7 @@ fn branch(addr: u32) -> TraceOp {
             addr,
             isa: Some(Isa::A32),
         },
+        bits: 32,
         exception: 0,
         cancel: false,
         ns: None,

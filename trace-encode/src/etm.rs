@@ -337,6 +337,7 @@ impl<'o> EtmBackend<'o> {
             &Packet::Branch(Branch {
                 address: addr,
                 bits: 0,
+                known_bits: 32,
                 isa: etm_isa(isa),
                 ns: false,
                 hyp: false,

@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `offset` | all | capture offset of the packet that produced the event |
 //! | `id` | all | trace ID |
-//! | `kind` | all | `range`, `exception`, `exception_return`, `context`, `trace_on`, `no_sync`, `timestamp`, `cycle_count`, `addr_nacc`, `gap`, `end_of_trace`, and with `--instructions` `instruction` |
+//! | `kind` | all | `range`, `exception`, `exception_return`, `context`, `trace_on`, `no_sync`, `timestamp`, `cycle_count`, `addr_nacc`, `gap`, `inconsistent`, `end_of_trace`, and with `--instructions` `instruction` |
 //! | `start`, `end` | range | first address, address after the last instruction (exclusive) |
 //! | `count` | range | number of instructions |
 //! | `isa` | range, context, instruction | `a32` or `t32` |
@@ -16,7 +16,8 @@
 //! | `cycles` | range, context, trace_on, timestamp, cycle_count | cycle count |
 //! | `number`, `return` | exception | exception number, preferred return address |
 //! | `address` | addr_nacc, gap, instruction | the address concerned |
-//! | `reason` | trace_on, gap | `filter`/`overflow`/`debug_exit`; gap reasons |
+//! | `reason` | trace_on, gap | `filter`/`overflow`/`debug_exit`; gap reasons: `undefined`, `no_waypoint`, `unknown_target`, `inside_instruction`, `unsupported_isa`, `packet_error` |
+//! | `check`, `expected`, `traced` | inconsistent | which self-check (`sync`, `branch`, `atoms`), where the decoded flow was, the address the trace gives (absent for `atoms`) |
 //! | `ns`, `hyp`, `context_id`, `vmid` | context | processor context |
 //! | `timestamp` | timestamp | value |
 //! | `opcode`, `text` | instruction | opcode bytes as hex, disassembly |
@@ -92,6 +93,15 @@ pub struct EventRecord {
     /// Timestamp value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<u64>,
+    /// Which self-check an inconsistency comes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
+    /// Where the decoded flow was when the trace contradicted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<u32>,
+    /// The address the trace gives instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traced: Option<u32>,
     /// Opcode bytes in hex (instruction records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub opcode: Option<String>,
@@ -148,6 +158,15 @@ impl EventRecord {
             EventKind::Gap(g) => {
                 r.reason = Some(g.name().into());
                 r.address = g.addr();
+            }
+            EventKind::Inconsistent {
+                check,
+                expected,
+                traced,
+            } => {
+                r.check = Some(check.name().into());
+                r.expected = Some(expected);
+                r.traced = traced;
             }
             EventKind::ExceptionReturn | EventKind::NoSync | EventKind::EndOfTrace => {}
         }
@@ -322,6 +341,16 @@ pub fn write_event<W: Write + ?Sized>(
                     "gap ({}){}",
                     g.name(),
                     g.addr().map(|a| format!(" at {a:08x}")).unwrap_or_default()
+                ),
+                EventKind::Inconsistent {
+                    check,
+                    expected,
+                    traced,
+                } => writeln!(
+                    out,
+                    "inconsistent ({}): decoded flow at {expected:08x}, trace {}",
+                    check.name(),
+                    traced.map_or_else(|| "gives no address".to_owned(), |t| format!("at {t:08x}"))
                 ),
                 EventKind::ExceptionReturn => writeln!(out, "exception return"),
                 EventKind::NoSync => writeln!(out, "no sync"),

@@ -4,7 +4,7 @@
 use super::block::{BlockCache, BlockEnd, CInsn, NONE};
 use super::op::{Branch, InsnAtoms, Sync, SyncReason, Target, TraceOp};
 use super::rstack::{self, ReturnStack};
-use crate::event::{Context, Event, EventKind, GapReason, Isa, Range, TraceOnReason};
+use crate::event::{Check, Context, Event, EventKind, GapReason, Isa, Range, TraceOnReason};
 use crate::memory::{MemoryImage, Space};
 use std::sync::Arc;
 
@@ -53,6 +53,17 @@ pub struct Engine {
     cache: BlockCache,
     /// Known next instruction; `None` while waiting for an address.
     pc: Option<Pc>,
+    /// Low address bits the trace has given since the last I-sync or loss
+    /// of synchronization (32: the whole address is known).
+    known_bits: u8,
+    /// Branch address packets not followed because some of their address
+    /// bits were unknown.
+    partial: u64,
+    /// ETMv3: the executed indirect branch whose target the next branch
+    /// address packet must give.
+    awaiting: Option<u32>,
+    /// Inconsistency events reported.
+    inconsistencies: u64,
     synced: bool,
     started: bool,
     ns: bool,
@@ -88,6 +99,8 @@ pub struct Engine {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FlowState {
     pc: Option<Pc>,
+    known_bits: u8,
+    awaiting: Option<u32>,
     synced: bool,
     started: bool,
     ns: bool,
@@ -128,6 +141,10 @@ impl Engine {
             mem,
             cache,
             pc: None,
+            known_bits: 0,
+            partial: 0,
+            awaiting: None,
+            inconsistencies: 0,
             synced: false,
             started: false,
             ns: false,
@@ -150,6 +167,8 @@ impl Engine {
     pub fn flow_state(&self) -> FlowState {
         FlowState {
             pc: self.pc,
+            known_bits: self.known_bits,
+            awaiting: self.awaiting,
             synced: self.synced,
             started: self.started,
             ns: self.ns,
@@ -235,6 +254,19 @@ impl Engine {
     /// Packets that did not affect the flow (data trace, triggers, ...).
     pub fn ignored(&self) -> u64 {
         self.ignored
+    }
+
+    /// Branch address packets not followed because some high bits of
+    /// their address were never traced (before the first I-sync, or after
+    /// a loss of synchronization, until an I-sync or a full address).
+    pub fn partial_addresses(&self) -> u64 {
+        self.partial
+    }
+
+    /// Inconsistency events reported (the trace contradicting the decoded
+    /// flow).
+    pub fn inconsistencies(&self) -> u64 {
+        self.inconsistencies
     }
 
     /// Number of cached blocks.
@@ -404,6 +436,8 @@ impl Engine {
         // entries would give wrong return addresses; a return predicted
         // by the hardware now shows as an unknown target instead.
         self.rstack.clear();
+        self.known_bits = 0;
+        self.awaiting = None;
         if self.pc.take().is_some() {
             out(self.ev(offset, EventKind::Gap(GapReason::PacketError)));
         }
@@ -437,6 +471,7 @@ impl Engine {
 
     fn set_target<F: FnMut(Event)>(&mut self, offset: u64, t: Target, out: &mut F) {
         self.link = None;
+        self.awaiting = None;
         match t.isa {
             Some(isa) => {
                 self.cur_isa = isa;
@@ -456,6 +491,9 @@ impl Engine {
 
     fn sync<F: FnMut(Event)>(&mut self, offset: u64, s: &Sync, out: &mut F) {
         let first = !self.synced;
+        if s.reason == SyncReason::Periodic && !first && s.lsip.is_none() {
+            self.check_sync(offset, s.target, out);
+        }
         let before = (
             self.pc.map_or(self.cur_isa, |p| p.isa),
             self.ns,
@@ -463,6 +501,7 @@ impl Engine {
             self.context_id,
         );
         self.synced = true;
+        self.known_bits = 32;
         self.ns = s.ns;
         self.hyp = s.hyp;
         if s.context_id.is_some() {
@@ -535,10 +574,14 @@ impl Engine {
         offset: u64,
         end: BlockEnd,
         start: u32,
+        isa: Isa,
         out: &mut F,
     ) {
         let kind = match end {
             BlockEnd::Nacc(addr) => EventKind::AddrNacc { addr },
+            BlockEnd::Undefined(addr) if addr == start && self.inside_instruction(addr, isa) => {
+                EventKind::Gap(GapReason::InsideInstruction { addr })
+            }
             BlockEnd::Undefined(addr) => EventKind::Gap(GapReason::Undefined { addr }),
             BlockEnd::Limit | BlockEnd::Waypoint => {
                 EventKind::Gap(GapReason::NoWaypoint { addr: start })
@@ -546,6 +589,81 @@ impl Engine {
         };
         out(self.ev(offset, kind));
         self.pc = None;
+    }
+
+    /// Whether the halfword before `addr` begins a 32-bit T32 instruction
+    /// of the image that covers `addr`.
+    #[cold]
+    fn inside_instruction(&self, addr: u32, isa: Isa) -> bool {
+        if isa != Isa::T32 || addr < 2 {
+            return false;
+        }
+        let at = addr - 2;
+        let mut bytes = [0u8; 4];
+        let n = self.mem.read(self.space(), at, &mut bytes);
+        isa_decode::decode(isa_decode::Isa::T32, &bytes[..n], at).is_some_and(|i| i.size == 4)
+    }
+
+    /// Report that the trace contradicts the decoded flow.
+    #[cold]
+    fn inconsistent<F: FnMut(Event)>(
+        &mut self,
+        offset: u64,
+        check: Check,
+        expected: u32,
+        traced: Option<u32>,
+        out: &mut F,
+    ) {
+        self.inconsistencies += 1;
+        out(self.ev(
+            offset,
+            EventKind::Inconsistent {
+                check,
+                expected,
+                traced,
+            },
+        ));
+    }
+
+    /// A branch address packet without exception after a walk that goes
+    /// on at `addr` in `isa` (the fall-through or the target of a direct
+    /// branch): the packet must name the same place.
+    #[inline]
+    fn check_branch<F: FnMut(Event)>(
+        &mut self,
+        offset: u64,
+        addr: u32,
+        isa: Isa,
+        target: Target,
+        out: &mut F,
+    ) {
+        if target.addr != addr || target.isa.is_some_and(|t| t != isa) {
+            self.inconsistent(offset, Check::Branch, addr, Some(target.addr), out);
+        }
+    }
+
+    /// A periodic I-sync at `target` while the walk is at the PC: ETMv3
+    /// must be exactly there; PTM anywhere in the straight-line code from
+    /// the PC up to and including the next waypoint (a PTM I-sync may come
+    /// between two waypoints).
+    fn check_sync<F: FnMut(Event)>(&mut self, offset: u64, target: Target, out: &mut F) {
+        let Some(pc) = self.pc else {
+            return;
+        };
+        let same_isa = target.isa.is_none_or(|t| t == pc.isa);
+        let ok = match self.flavor {
+            Flavor::Etm => target.addr == pc.addr && same_isa,
+            Flavor::Ptm => {
+                let b = self.cache.get(&*self.mem, pc.addr, pc.isa, self.space());
+                let blk = self.cache.blocks[b as usize];
+                same_isa
+                    && target.addr >= pc.addr
+                    && (target.addr < blk.end_addr || target.addr == pc.addr)
+            }
+        };
+        if !ok {
+            self.inconsistent(offset, Check::Sync, pc.addr, Some(target.addr), out);
+        }
     }
 
     #[inline]
@@ -591,7 +709,7 @@ impl Engine {
         let blk = &self.cache.blocks[b as usize];
         let (end, end_addr, len) = (blk.end, blk.end_addr, blk.len);
         if end != BlockEnd::Waypoint {
-            self.block_error(offset, end, pc.addr, out);
+            self.block_error(offset, end, pc.addr, pc.isa, out);
             return None;
         }
         let last = &self.cache.arena[(blk.first + len - 1) as usize];
@@ -674,6 +792,18 @@ impl Engine {
 
 impl Engine {
     fn branch<F: FnMut(Event)>(&mut self, offset: u64, b: &Branch, out: &mut F) {
+        self.known_bits = self.known_bits.max(b.bits);
+        if self.known_bits < 32 {
+            // Some high bits of the target were never traced: following it
+            // would decode from a guessed address. Wait for an I-sync or a
+            // full address (the PC is unknown already: it is set only
+            // where every bit is known).
+            self.flush(out);
+            self.pc = None;
+            self.link = None;
+            self.partial += 1;
+            return;
+        }
         let mut ret = self.pc.map(|p| p.addr);
         match self.flavor {
             Flavor::Ptm => {
@@ -685,6 +815,9 @@ impl Engine {
                         if last.link && self.return_stack_on {
                             let hint = self.call_hint(blk);
                             self.rstack.push_hinted(last.after, pc.isa, hint);
+                        }
+                        if let Some((addr, isa)) = last.target {
+                            self.check_branch(offset, addr, isa, b.target, out);
                         }
                     }
                 }
@@ -700,6 +833,9 @@ impl Engine {
                     }
                 }
                 self.flush(out);
+                if let (0, false, Some(pc)) = (b.exception, b.cancel, self.pc) {
+                    self.check_branch(offset, pc.addr, pc.isa, b.target, out);
+                }
             }
         }
         if b.exception != 0 {
@@ -742,7 +878,7 @@ impl Engine {
         let Some((count, last)) =
             found.filter(|(_, i)| i.waypoint || i.addr.wrapping_add(u32::from(i.size)) > wp.addr)
         else {
-            self.block_error(offset, blk.end, pc.addr, out);
+            self.block_error(offset, blk.end, pc.addr, pc.isa, out);
             return;
         };
         let r = range_of(&last, count, pc.addr, pc.isa, true, None, self.space());
@@ -832,6 +968,8 @@ impl Engine {
             self.flush(out);
             if let Some(pc) = self.pc {
                 self.walk_insns(offset, pc, count, executed, first, each, out);
+            } else if let Some(expected) = self.awaiting.take() {
+                self.inconsistent(offset, Check::Atoms, expected, None, out);
             }
         }
         if trailing > 0 {
@@ -863,7 +1001,7 @@ impl Engine {
             let b = self.block_at(&mut pc);
             let blk = self.cache.blocks[b as usize];
             if pc.index >= blk.len {
-                self.block_error(offset, blk.end, pc.addr, out);
+                self.block_error(offset, blk.end, pc.addr, pc.isa, out);
                 return;
             }
             let span = blk.first as usize..(blk.first + blk.len) as usize;
@@ -915,6 +1053,7 @@ impl Engine {
                 } else {
                     // The target comes in the branch address packet.
                     self.pc = None;
+                    self.awaiting = Some(insn.addr);
                     return;
                 }
             } else {

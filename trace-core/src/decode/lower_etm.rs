@@ -153,6 +153,7 @@ fn lower_other(packet: &Packet, cycle_accurate: bool) -> TraceOp {
         Packet::Atoms(a) => TraceOp::InsnAtoms(insn_atoms(&a, cycle_accurate)),
         Packet::Branch(b) => TraceOp::Branch(Branch {
             target: target(b.address, b.isa),
+            bits: b.known_bits,
             exception: b.exception.map_or(0, |e| e.number),
             cancel: b.exception.is_some_and(|e| e.cancel),
             ns: b.exception.map(|_| b.ns),

@@ -41,6 +41,7 @@ pub fn lower(packet: &Packet) -> TraceOp {
         },
         Packet::BranchAddress(b) => TraceOp::Branch(Branch {
             target: target(b.address, b.isa),
+            bits: b.bits,
             exception: b.exception.map_or(0, |e| e.number),
             cancel: false,
             ns: b.exception.map(|e| e.ns),

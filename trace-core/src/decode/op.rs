@@ -48,6 +48,12 @@ pub struct Sync {
 pub struct Branch {
     /// The branch target.
     pub target: Target,
+    /// Number of low bits of `target.addr` the trace has given: those of
+    /// this packet and, for ETMv3, of the packets before it since the
+    /// parser synchronized (32 for a full address). A decoder that has not
+    /// seen every bit of the address since its last I-sync or loss of
+    /// synchronization must not follow it: the other bits are not known.
+    pub bits: u8,
     /// Exception number (0: no exception).
     pub exception: u16,
     /// ETMv3 Cancel bit: the last traced instruction did not complete.
