@@ -78,8 +78,12 @@ impl Tables {
 /// [`ErrorKind::Unsynchronized`] item per stretch.
 ///
 /// Before the first A-sync the parser is unsynchronized. After an invalid
-/// packet it reports the error and becomes unsynchronized again until the
-/// next A-sync. Like OpenCSD's packet lister, every packet after an
+/// packet (a reserved header, a header only valid with data trace when
+/// data trace is off, an invalid field, a malformed A-sync) it reports
+/// the error, skips the header byte and goes on with the next byte, as
+/// OpenCSD does; the address bits known so far are forgotten
+/// ([`Branch::known_bits`](crate::Branch::known_bits)), since the lost
+/// packets may have moved the compression base. Like OpenCSD's packet lister, every packet after an
 /// A-sync is returned, including those before the first I-sync (their
 /// compressed addresses are relative to whatever state the parser had).
 #[derive(Clone, Debug)]
@@ -308,6 +312,16 @@ impl Parser {
         Ok((off, p))
     }
 
+    /// After an invalid packet: parsing goes on at the next byte (its
+    /// header byte is skipped), as OpenCSD's packet processor does, but
+    /// the packets that were lost may have changed the address the next
+    /// compressed addresses build on, so none of its bits is known until
+    /// an I-sync or a full address.
+    #[cold]
+    fn lost_packet(&mut self) {
+        self.st.known_bits = 0;
+    }
+
     #[cold]
     fn error(&mut self, offset: u64, kind: ErrorKind, skipped: u64) -> Item {
         self.stats.errors += 1;
@@ -370,12 +384,13 @@ impl Parser {
                     self.stats.bytes_in_packets += zeros + 1;
                     (true, Some(Ok((at, Packet::ASync))))
                 } else {
+                    // Not an A-sync: the zeros are reported, and the byte
+                    // that ended them is parsed as the next header.
                     self.zeros = 0;
-                    self.mode = Mode::Unsync;
-                    let consumed = b == 0x80;
-                    let skipped = zeros + u64::from(consumed);
-                    let e = self.error(at, ErrorKind::BadASync { zeros }, skipped);
-                    (consumed, Some(e))
+                    self.mode = Mode::Synced;
+                    self.lost_packet();
+                    let e = self.error(at, ErrorKind::BadASync { zeros }, zeros);
+                    (false, Some(e))
                 }
             }
             Mode::Synced => (false, None),
@@ -445,7 +460,7 @@ impl Parser {
                 Decoded::Incomplete => {
                     // Cannot happen: no packet is longer than the buffer.
                     self.shift_carry(1);
-                    self.mode = Mode::Unsync;
+                    self.lost_packet();
                     let kind = ErrorKind::InvalidField {
                         header,
                         field: "packet length",
@@ -454,7 +469,7 @@ impl Parser {
                 }
                 Decoded::Invalid(kind) => {
                     self.shift_carry(1);
-                    self.mode = Mode::Unsync;
+                    self.lost_packet();
                     return Some(self.error(off, kind, 1));
                 }
             }
@@ -581,7 +596,7 @@ impl Parser {
             }
             Decoded::Incomplete => {
                 *pos = p + 1;
-                self.mode = Mode::Unsync;
+                self.lost_packet();
                 let kind = ErrorKind::InvalidField {
                     header,
                     field: "packet length",
@@ -590,7 +605,7 @@ impl Parser {
             }
             Decoded::Invalid(kind) => {
                 *pos = p + 1;
-                self.mode = Mode::Unsync;
+                self.lost_packet();
                 Some(self.error(off, kind, 1))
             }
         }

@@ -500,13 +500,17 @@ fn unsynchronized_bytes_reported_once() {
 }
 
 #[test]
-fn resynchronizes_after_a_reserved_header() {
+fn goes_on_after_a_reserved_header() {
+    // Like OpenCSD's packet processor: the reserved header byte is
+    // reported and skipped, and the next byte is a header again (in
+    // OpenCSD's listing of a Cortex-R5 capture, a TRIGGER follows an
+    // I_RESERVED at the next index).
     let cfg = Config::new();
     let bytes = [
         0, 0, 0, 0, 0, 0x80, // A-sync
         0x84, // P-header
         0x10, // reserved
-        0x84, 0x99, // skipped
+        0x84, 0x88, // P-headers
         0, 0, 0, 0, 0, 0x80, // A-sync
         0x88,
     ];
@@ -526,13 +530,30 @@ fn resynchronizes_after_a_reserved_header() {
             "0:a_sync",
             "6:p_header",
             "7:ReservedHeader { header: 16 }",
-            "8:Unsynchronized { len: 2 }",
+            "8:p_header",
+            "9:p_header",
             "10:a_sync",
             "16:p_header"
         ]
     );
     let s = p.stats();
-    assert_eq!((s.packets, s.errors, s.bytes_skipped), (4, 2, 3));
+    assert_eq!((s.packets, s.errors, s.bytes_skipped), (6, 1, 1));
+}
+
+#[test]
+fn an_invalid_packet_forgets_the_known_address_bits() {
+    let cfg = Config::new();
+    // A-sync, I-sync at 0x8000 (all bits known), a reserved header, then
+    // a one-byte branch: it carries 8 bits, and only those are known.
+    let bytes = [
+        0, 0, 0, 0, 0, 0x80, 0x08, 0x00, 0x00, 0x80, 0x00, 0x00, 0x10, 0x05,
+    ];
+    let mut p = Parser::new(cfg);
+    let last = p.feed(&bytes).last().unwrap().unwrap();
+    match last.1 {
+        Packet::Branch(b) => assert_eq!((b.address, b.bits, b.known_bits), (0x8008, 8, 8)),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
@@ -555,18 +576,23 @@ fn truncated_packet_reported_at_finish() {
 fn bad_async_runs() {
     let cfg = Config::new();
     let mut p = Parser::new(cfg);
-    // Synchronized, then three zeros and 0x80: not an A-sync.
+    // Synchronized, then three zeros and 0x80: not an A-sync. The zeros
+    // are reported and the 0x80 is parsed as the next header (OpenCSD
+    // does the same: "A-Sync ? : Unexpected byte in sequence").
     let bytes = [0, 0, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0x84];
     let items: Vec<_> = p.feed(&bytes).collect();
     assert_eq!(items[0], Ok((0, Packet::ASync)));
     let e = items[1].unwrap_err();
     assert_eq!((e.offset, e.kind), (6, ErrorKind::BadASync { zeros: 3 }));
-    assert_eq!(items.len(), 2);
-    let e = p.finish().unwrap();
-    assert_eq!(
-        (e.offset, e.kind),
-        (10, ErrorKind::Unsynchronized { len: 1 })
-    );
+    let offsets: Vec<u64> = items[2..]
+        .iter()
+        .map(|i| match i {
+            Ok((o, _)) => *o,
+            Err(e) => e.offset,
+        })
+        .collect();
+    assert_eq!(offsets, [9, 10]);
+    assert_eq!(p.finish(), None);
 }
 
 #[test]

@@ -155,7 +155,13 @@ pub fn mismatch_lines(id: u8, inside: &Firsts, inconsistent: &Firsts) -> Vec<Str
         let v: Vec<String> = f
             .kept()
             .iter()
-            .map(|v| if hex { format!("{v:#010x}") } else { v.to_string() })
+            .map(|v| {
+                if hex {
+                    format!("{v:#010x}")
+                } else {
+                    v.to_string()
+                }
+            })
             .collect();
         let more = if f.count > f.kept().len() as u64 {
             ", ..."

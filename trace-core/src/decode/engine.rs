@@ -1051,9 +1051,15 @@ impl Engine {
                     };
                     self.link = Some((b, true));
                 } else {
-                    // The target comes in the branch address packet.
+                    // The target comes in the branch address packet,
+                    // before any more atoms.
                     self.pc = None;
-                    self.awaiting = Some(insn.addr);
+                    if i < count {
+                        let at = insn.addr;
+                        self.inconsistent(offset, Check::Atoms, at, None, out);
+                    } else {
+                        self.awaiting = Some(insn.addr);
+                    }
                     return;
                 }
             } else {
