@@ -68,6 +68,7 @@ class Image:
                 if seg["p_type"] == "PT_LOAD" and seg["p_filesz"] > 0:
                     self.segments.append((seg["p_vaddr"], seg.data()))
             self.functions = self._functions(elf)
+            self.mapping = self._mapping_symbols(elf)
             self.rows = self._line_rows(elf)
         self.func_addrs = [fn["addr"] for fn in self.functions]
         self.row_addrs = [r[0] for r in self.rows]
@@ -89,8 +90,24 @@ class Image:
                 addr = sym["st_value"] & ~1
                 key = (rank.get(sym["st_info"]["bind"], 3), sym.name)
                 if addr not in best or key < best[addr][0]:
-                    best[addr] = (key, sym.name, sym["st_size"])
-        return [{"name": v[1], "addr": a, "size": v[2]} for a, v in sorted(best.items())]
+                    best[addr] = (key, sym.name, sym["st_size"], sym["st_value"] & 1 == 1)
+        return [{"name": v[1], "addr": a, "size": v[2], "thumb": v[3]}
+                for a, v in sorted(best.items())]
+
+    @staticmethod
+    def _mapping_symbols(elf):
+        """Sorted (address, kind) of the ARM mapping symbols: kind 'a' (A32),
+        't' (T32) or 'd' (data) from the address on."""
+        marks = {}
+        for sec in elf.iter_sections():
+            if not isinstance(sec, SymbolTableSection):
+                continue
+            for sym in sec.iter_symbols():
+                name = sym.name
+                if len(name) >= 2 and name[0] == "$" and name[1] in "atd" and \
+                        (len(name) == 2 or name[2] == "."):
+                    marks[sym["st_value"]] = name[1]
+        return sorted(marks.items())
 
     @staticmethod
     def _line_rows(elf):
@@ -157,6 +174,39 @@ class Image:
                 return data[addr - base:addr - base + size]
         raise CoverageError("address %#x is not in the ELF" % addr)
 
+    def code_runs(self, fn):
+        """The (start, end, isa) runs of code of function `fn`: its range cut
+        at the mapping symbols, data left out."""
+        start, end = fn["addr"], fn["addr"] + fn["size"]
+        marks = [m for m in self.mapping if start < m[0] < end]
+        before = [m for m in self.mapping if m[0] <= start]
+        kind = before[-1][1] if before else ("t" if fn["thumb"] else "a")
+        runs = []
+        at = start
+        for addr, nxt in marks + [(end, None)]:
+            if kind != "d" and addr > at:
+                runs.append((at, addr, kind))
+            at, kind = addr, nxt
+        return runs
+
+    def sweep(self, start, end, isa):
+        """Yield every instruction of [start, end) decoded in order from
+        start (capstone follows IT blocks); bytes it cannot decode are
+        stepped over a halfword (T32) or word (A32) at a time."""
+        cs = self.cs_thumb if isa == "t" else self.cs_arm
+        step = 2 if isa == "t" else 4
+        code = self.code(start, end - start)
+        at = start
+        while at < end:
+            last = None
+            for insn in cs.disasm(code[at - start:], at):
+                yield insn
+                last = insn
+            if last is None:
+                at += step
+            else:
+                at = last.address + last.size
+
     def decode(self, addr, isa, size):
         cs = self.cs_thumb if isa == "t" else self.cs_arm
         insns = list(cs.disasm(self.code(addr, size), addr, 1))
@@ -195,6 +245,18 @@ def writes_pc(insn):
 
 def is_link(insn):
     return base_mnemonic(insn) in LINK_MNEMONICS
+
+
+def is_conditional(insn):
+    """A condition other than AL (in T32 also from an IT block), or
+    CBZ/CBNZ. (capstone gives an IT instruction the condition of its block;
+    the instruction itself is not conditional.)"""
+    m = base_mnemonic(insn)
+    if m in ("cbz", "cbnz"):
+        return True
+    if m.startswith("it") and set(m[2:]) <= set("te"):
+        return False
+    return insn.cc not in (csarm.ARM_CC_AL, csarm.ARM_CC_INVALID)
 
 
 def is_thumb_branch_cond(code):
@@ -275,6 +337,46 @@ def analyse(image, flow_path):
     return counts, isa_of, conds, stacks, decoded
 
 
+def unreached_conditionals(image, counts, isa_of, conds):
+    """Every conditional instruction of the functions' code that never ran.
+
+    The code is decoded statically (see Image.sweep); every instruction of
+    the flow inside that code must be an instruction of the sweep with the
+    same size and, conditional or not, as the flow says."""
+    found = {}
+    swept = {}
+    for fn in image.functions:
+        for start, end, isa in image.code_runs(fn):
+            for insn in image.sweep(start, end, isa):
+                swept[insn.address] = (isa, insn)
+    for addr in counts:
+        if addr not in swept:
+            if any(fn["addr"] <= addr < fn["addr"] + fn["size"] for fn in image.functions):
+                raise CoverageError("%#x ran but the static decoding of its function "
+                                    "has no instruction there" % addr)
+            continue
+        isa, insn = swept[addr]
+        if (isa, insn.size) != isa_of[addr]:
+            raise CoverageError("%#x: the flow and the static decoding disagree on "
+                                "the instruction set or size" % addr)
+        if is_conditional(insn) != (addr in conds):
+            raise CoverageError("%#x: the flow and the static decoding disagree on "
+                                "whether %s %s is conditional" % (addr, insn.mnemonic, insn.op_str))
+    for addr, (isa, insn) in sorted(swept.items()):
+        if addr in counts or not is_conditional(insn):
+            continue
+        loc = image.line_of(addr)
+        code = image.code(addr, insn.size)
+        found[addr] = {
+            "addr": addr,
+            "file": loc[0] if loc else None,
+            "line": loc[1] if loc else None,
+            "branch": writes_pc(insn),
+            "it": isa == "t" and not is_thumb_branch_cond(code),
+        }
+    return list(found.values())
+
+
 def build(image, flow_path):
     counts, isa_of, conds, stacks, decoded = analyse(image, flow_path)
     functions = []
@@ -314,6 +416,7 @@ def build(image, flow_path):
         "functions": functions,
         "lines": [{"file": f, "line": ln, "count": c} for (f, ln), c in sorted(lines.items())],
         "conditionals": conditionals,
+        "unreached_conditionals": unreached_conditionals(image, counts, isa_of, conds),
         "stacks": dict(sorted(stacks.items())),
     }
 

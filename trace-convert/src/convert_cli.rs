@@ -185,7 +185,7 @@ impl Targets {
             v.push((
                 "LCOV coverage",
                 p.as_path(),
-                "genhtml FILE -o coverage-html, run in the folder the program was built in (the example: corpus/)",
+                "genhtml --branch-coverage FILE -o coverage-html, run where the source paths in FILE lead from (the example: the repository root)",
             ));
         }
         if let Some(p) = &self.folded {

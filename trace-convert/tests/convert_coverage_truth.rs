@@ -1,11 +1,14 @@
 //! LCOV output against the emulator's coverage truth, for every corpus
 //! program: each flow is encoded as ETMv3 trace (and, for the A-profile
 //! programs, as PTM trace with the return stack), converted by the CLI
-//! with the program's ELF, and the function, line and branch counts
+//! with the program's ELF, and every function, line and branch record
 //! compared with `*.cov.json` (computed from the emulator's record and the
-//! ELF alone, see corpus/README.md).
+//! ELF alone, see corpus/README.md), both ways: each record the truth
+//! gives must be in the tracefile with its counts, and the tracefile may
+//! hold no other. Branch blocks are compared per line, `-` (code never
+//! reached) included.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 use trace_core::memory::{MemoryMap, Space};
@@ -15,48 +18,84 @@ fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("JSON")
 }
 
-/// What an LCOV tracefile says, keyed by source file (as written).
-#[derive(Default)]
-struct Lcov {
-    /// Function name → count.
-    functions: HashMap<String, u64>,
+/// A branch block's (taken, not taken) counts; `None` for `-`.
+type Block = (Option<u64>, Option<u64>);
+
+/// What an LCOV tracefile or the truth says, sources named relative to
+/// `corpus/`.
+#[derive(Debug, Default, PartialEq)]
+struct Records {
+    /// Function name → (file, count). (The first lines are not compared:
+    /// the truth gives the line-table line of the entry, which is an
+    /// inlined callee's line where the entry is inlined code, LCOV the
+    /// function's own.)
+    functions: BTreeMap<String, (String, u64)>,
     /// (file, line) → count.
-    lines: HashMap<(String, u32), u64>,
-    /// (file, line) → the (taken, not taken) pairs of its branch blocks
-    /// whose code ran, sorted.
-    branches: HashMap<(String, u32), Vec<(u64, u64)>>,
+    lines: BTreeMap<(String, u32), u64>,
+    /// (file, line) → the (taken, not taken) counts of its branch blocks,
+    /// sorted.
+    branches: BTreeMap<(String, u32), Vec<Block>>,
 }
 
-fn parse_lcov(text: &str) -> Lcov {
-    let mut out = Lcov::default();
+/// The tracefile names sources as the DWARF data does (relative to the
+/// repository root), the truth relative to `corpus/`.
+fn source_name(sf: &str) -> String {
+    sf.strip_prefix("corpus/").unwrap_or(sf).to_owned()
+}
+
+fn parse_lcov(text: &str) -> Records {
+    let mut out = Records::default();
     let mut file = String::new();
-    let mut blocks: BTreeMap<(String, u32, u32), [Option<u64>; 2]> = BTreeMap::new();
+    let mut files: BTreeMap<String, String> = BTreeMap::new();
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    // (file, line, block) → the counts of its two directions as read.
+    type Directions = [Option<Option<u64>>; 2];
+    let mut blocks: BTreeMap<(String, u32, u32), Directions> = BTreeMap::new();
     for line in text.lines() {
         if let Some(f) = line.strip_prefix("SF:") {
-            file = f.to_owned();
+            file = source_name(f);
+        } else if let Some(x) = line.strip_prefix("FN:") {
+            let (l, n) = x.split_once(',').expect("FN");
+            let _: u32 = l.parse().expect("line");
+            let old = files.insert(n.to_owned(), file.clone());
+            assert!(old.is_none(), "function {n} given twice");
         } else if let Some(x) = line.strip_prefix("FNDA:") {
             let (c, n) = x.split_once(',').expect("FNDA");
-            out.functions
-                .insert(n.to_owned(), c.parse().expect("count"));
+            let old = counts.insert(n.to_owned(), c.parse().expect("count"));
+            assert!(old.is_none(), "calls of {n} given twice");
         } else if let Some(x) = line.strip_prefix("DA:") {
             let mut p = x.split(',');
             let l = p.next().expect("line").parse().expect("line");
             let c = p.next().expect("count").parse().expect("count");
-            out.lines.insert((file.clone(), l), c);
+            let old = out.lines.insert((file.clone(), l), c);
+            assert!(old.is_none(), "{file}:{l} given twice");
         } else if let Some(x) = line.strip_prefix("BRDA:") {
             let p: Vec<&str> = x.split(',').collect();
             assert_eq!(p.len(), 4, "{line}");
             let l: u32 = p[0].parse().expect("line");
             let block: u32 = p[1].parse().expect("block");
             let branch: usize = p[2].parse().expect("branch");
+            assert!(branch < 2, "two-way blocks only: {line}");
             let taken = (p[3] != "-").then(|| p[3].parse::<u64>().expect("taken"));
-            blocks.entry((file.clone(), l, block)).or_default()[branch.min(1)] = taken;
+            let slot = &mut blocks.entry((file.clone(), l, block)).or_default()[branch];
+            assert!(slot.is_none(), "{file}: {line} given twice");
+            *slot = Some(taken);
         }
     }
-    for ((f, l, _), [taken, not]) in blocks {
-        if let (Some(t), Some(n)) = (taken, not) {
-            out.branches.entry((f, l)).or_default().push((t, n));
-        }
+    assert_eq!(
+        files.keys().collect::<Vec<_>>(),
+        counts.keys().collect::<Vec<_>>(),
+        "FN and FNDA name the same functions"
+    );
+    for (name, file) in files {
+        let count = counts[&name];
+        out.functions.insert(name, (file, count));
+    }
+    for ((f, l, b), [taken, not]) in blocks {
+        let (Some(taken), Some(not)) = (taken, not) else {
+            panic!("{f}:{l}: block {b} lacks a direction");
+        };
+        out.branches.entry((f, l)).or_default().push((taken, not));
     }
     for v in out.branches.values_mut() {
         v.sort_unstable();
@@ -64,13 +103,50 @@ fn parse_lcov(text: &str) -> Lcov {
     out
 }
 
-/// The LCOV key of a truth file name: the tracefile names sources as the
-/// DWARF data does (relative to the repository root), the truth relative
-/// to `corpus/`.
-fn find<'a, V>(map: &'a HashMap<(String, u32), V>, file: &str, line: u32) -> Option<&'a V> {
-    map.iter()
-        .find(|((f, l), _)| *l == line && f.ends_with(file))
-        .map(|(_, v)| v)
+/// The records the truth gives: every function with its file and calls, every line that owns code with its count, and a block per
+/// conditional branch (`all`: per conditional instruction) that ran, with
+/// its pass/fail counts, and per one that never ran, with `-`.
+fn truth_records(truth: &serde_json::Value, all: bool) -> Records {
+    let mut out = Records::default();
+    let text = |v: &serde_json::Value| v.as_str().expect("text").to_owned();
+    let number = |v: &serde_json::Value| v.as_u64().expect("number");
+    for f in truth["functions"].as_array().expect("functions") {
+        out.functions
+            .insert(text(&f["name"]), (text(&f["file"]), number(&f["count"])));
+    }
+    for l in truth["lines"].as_array().expect("lines") {
+        let line = u32::try_from(number(&l["line"])).expect("line");
+        out.lines
+            .insert((text(&l["file"]), line), number(&l["count"]));
+    }
+    for c in truth["conditionals"].as_array().expect("conditionals") {
+        if c["branch"] != true && !all {
+            continue;
+        }
+        let line = u32::try_from(number(&c["line"])).expect("line");
+        let block = (Some(number(&c["passed"])), Some(number(&c["failed"])));
+        out.branches
+            .entry((text(&c["file"]), line))
+            .or_default()
+            .push(block);
+    }
+    for c in truth["unreached_conditionals"]
+        .as_array()
+        .expect("unreached_conditionals")
+    {
+        if c["branch"] != true && !all {
+            continue;
+        }
+        let line = u32::try_from(number(&c["line"])).expect("line");
+        out.branches
+            .entry((text(&c["file"]), line))
+            .or_default()
+            .push((None, None));
+    }
+    for v in out.branches.values_mut() {
+        v.sort_unstable();
+    }
+    out
 }
 
 fn lcov_of(trace: &Trace, protocol: &str, elf: &Path, dir: &Path, conditionals: bool) -> String {
@@ -98,62 +174,41 @@ fn lcov_of(trace: &Trace, protocol: &str, elf: &Path, dir: &Path, conditionals: 
     std::fs::read_to_string(&info).expect("tracefile")
 }
 
-/// Compare with the truth; `all` compares every conditional instruction's
-/// pass/fail counts, otherwise only the conditional branches'.
-fn compare(
-    name: &str,
-    protocol: &str,
-    lcov: &Lcov,
-    truth: &serde_json::Value,
-    all: bool,
-) -> [usize; 3] {
-    let mut n = [0; 3];
-    for f in truth["functions"].as_array().expect("functions") {
-        let fname = f["name"].as_str().expect("name");
-        // Functions the trace never reached may be absent or 0.
-        let got = lcov.functions.get(fname).copied().unwrap_or(0);
-        assert_eq!(
-            Some(got),
-            f["count"].as_u64(),
-            "{name} {protocol}: calls of {fname}"
+/// Every key of `got` and `want` must give the same value in both.
+fn same<K: Ord + std::fmt::Debug, V: PartialEq + std::fmt::Debug>(
+    what: &str,
+    got: &BTreeMap<K, V>,
+    want: &BTreeMap<K, V>,
+) {
+    for key in got.keys().chain(want.keys()) {
+        let (g, w) = (got.get(key), want.get(key));
+        assert!(
+            g == w,
+            "{what} {key:?} differ from the truth\n got: {g:?}\nwant: {w:?}"
         );
-        n[0] += 1;
     }
-    for l in truth["lines"].as_array().expect("lines") {
-        let file = l["file"].as_str().expect("file");
-        let line = l["line"].as_u64().expect("line") as u32;
-        let want = l["count"].as_u64().expect("count");
-        let got = find(&lcov.lines, file, line).copied().unwrap_or(0);
-        assert_eq!(got, want, "{name} {protocol}: {file}:{line}");
-        n[1] += 1;
-    }
-    let mut want: HashMap<(String, u32), Vec<(u64, u64)>> = HashMap::new();
-    for c in truth["conditionals"].as_array().expect("conditionals") {
-        if c["branch"] != true && !all {
-            continue;
-        }
-        let key = (
-            c["file"].as_str().expect("file").to_owned(),
-            c["line"].as_u64().expect("line") as u32,
-        );
-        let pair = (
-            c["passed"].as_u64().expect("passed"),
-            c["failed"].as_u64().expect("failed"),
-        );
-        want.entry(key).or_default().push(pair);
-    }
-    for ((file, line), mut pairs) in want {
-        pairs.sort_unstable();
-        let got = find(&lcov.branches, &file, line)
-            .cloned()
-            .unwrap_or_default();
-        assert_eq!(
-            got, pairs,
-            "{name} {protocol}: branches of {file}:{line} (taken, not taken)"
-        );
-        n[2] += pairs.len();
-    }
-    n
+}
+
+/// Compare every record with the truth, both ways; returns the numbers of
+/// functions, lines and branch blocks compared.
+fn compare(name: &str, protocol: &str, lcov: &Records, truth: &Records) -> [usize; 3] {
+    let what = |kind: &str| format!("{name} {protocol}: {kind}");
+    same(
+        &what("function (file, calls)"),
+        &lcov.functions,
+        &truth.functions,
+    );
+    same(&what("line"), &lcov.lines, &truth.lines);
+    same(
+        &what("branch blocks (taken, not taken) of"),
+        &lcov.branches,
+        &truth.branches,
+    );
+    [
+        truth.functions.len(),
+        truth.lines.len(),
+        truth.branches.values().map(Vec::len).sum(),
+    ]
 }
 
 #[test]
@@ -166,6 +221,7 @@ fn lcov_counts_equal_the_emulator_truth_for_every_program() {
     let mut totals = [0usize; 3];
     let mut runs = 0;
     let mut all_conditionals = 0;
+    let mut never = 0;
     for fx in json(&dir.join("manifest.json"))
         .as_array()
         .expect("manifest")
@@ -177,14 +233,22 @@ fn lcov_counts_equal_the_emulator_truth_for_every_program() {
         )
         .expect("flow parses");
         let truth = json(&dir.join(fx["cov"].as_str().expect("cov")));
+        let truth_all = truth_records(&truth, true);
+        let truth = truth_records(&truth, false);
         let mut mem = MemoryMap::new();
         mem.add_elf(&elf, Space::Any).expect("ELF");
         let etm = encode_etm(&flow.items, &mem, &EtmOptions::default()).expect("ETMv3");
         // ETMv3 traces every instruction's outcome: with
         // --lcov-conditionals every conditional instruction is a branch.
         let lcov = parse_lcov(&lcov_of(&etm, "etm", &elf, &tmp, true));
-        let n = compare(name, "etm, all conditionals", &lcov, &truth, true);
+        let n = compare(name, "etm, all conditionals", &lcov, &truth_all);
         all_conditionals += n[2];
+        never += truth_all
+            .branches
+            .values()
+            .flatten()
+            .filter(|b| b.0.is_none())
+            .count();
         let mut traces = vec![("etm", etm)];
         if fx["profile"] == "a" {
             let opts = PtmOptions {
@@ -195,7 +259,11 @@ fn lcov_counts_equal_the_emulator_truth_for_every_program() {
         }
         for (protocol, trace) in &traces {
             let lcov = parse_lcov(&lcov_of(trace, protocol, &elf, &tmp, false));
-            let n = compare(name, protocol, &lcov, &truth, false);
+            let n = compare(name, protocol, &lcov, &truth);
+            eprintln!(
+                "{name} {protocol}: {} functions, {} lines, {} branch blocks equal the truth",
+                n[0], n[1], n[2]
+            );
             for (t, k) in totals.iter_mut().zip(n) {
                 *t += k;
             }
@@ -205,9 +273,11 @@ fn lcov_counts_equal_the_emulator_truth_for_every_program() {
     std::fs::remove_dir_all(&tmp).ok();
     eprintln!(
         "{runs} conversions: {} function counts, {} line counts, {} conditional branches equal the emulator's; \
-         ETMv3 with --lcov-conditionals: {all_conditionals} conditional instructions",
+         ETMv3 with --lcov-conditionals: {all_conditionals} conditional instructions ({never} never reached)",
         totals[0], totals[1], totals[2]
     );
     assert!(runs >= 24 && totals.iter().all(|&t| t > 0));
     assert!(all_conditionals > totals[2] / 2);
+    // Blocks never reached are compared too.
+    assert!(never > 0);
 }

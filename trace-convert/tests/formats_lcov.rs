@@ -45,10 +45,12 @@ fn source(path: &Path, n: u32) {
 /// Found / hit pairs genhtml reports: lines, functions, branches.
 type Totals = [(u64, u64); 3];
 
-/// Run genhtml on `info`; check it is silent about problems and return its
-/// overall totals, checking each percentage against its counts.
+/// Run genhtml on `info` (from the repository root, where relative source
+/// paths lead); check it is silent about problems and return its overall
+/// totals, checking each percentage against its counts.
 fn genhtml(dir: &Path, info: &Path) -> Totals {
     let out = Command::new("genhtml")
+        .current_dir(test_support::repo_root())
         .arg("--branch-coverage")
         .arg("-o")
         .arg(dir.join("html"))
@@ -273,5 +275,78 @@ fn genhtml_renders_coverage_from_events() {
     // Lines 10, 11, 12 ran, 14 did not; loop entered, other not; moveq and
     // bne each passed and failed once (4 of 4 directions).
     assert_eq!(genhtml(&dir, &info), [(4, 3), (2, 1), (4, 4)]);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Found / hit totals of the emulator's truth for a corpus program
+/// (`corpus/README.md`): every line owning code, every function, and two
+/// directions per conditional branch, reached or not.
+fn truth_totals(cov: &Path) -> Totals {
+    let truth: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cov).expect("read")).expect("JSON");
+    let counts = |key: &str| -> Vec<u64> {
+        truth[key]
+            .as_array()
+            .expect(key)
+            .iter()
+            .map(|v| v["count"].as_u64().expect("count"))
+            .collect()
+    };
+    let found_hit = |v: &[u64]| (v.len() as u64, v.iter().filter(|&&c| c > 0).count() as u64);
+    let mut directions = Vec::new();
+    for c in truth["conditionals"].as_array().expect("conditionals") {
+        if c["branch"] == true {
+            directions.push(c["passed"].as_u64().expect("passed"));
+            directions.push(c["failed"].as_u64().expect("failed"));
+        }
+    }
+    for c in truth["unreached_conditionals"]
+        .as_array()
+        .expect("unreached_conditionals")
+    {
+        if c["branch"] == true {
+            directions.extend([0, 0]);
+        }
+    }
+    [
+        found_hit(&counts("lines")),
+        found_hit(&counts("functions")),
+        found_hit(&directions),
+    ]
+}
+
+/// The bundled example converted as `cargo run` does (no arguments: every
+/// format into ./out/): genhtml's totals of its `coverage.info` are the
+/// truth's of the corpus program it was made from.
+#[test]
+fn genhtml_reports_the_truth_on_the_bundled_example() {
+    let Some(fixtures) = test_support::corpus_fixtures() else {
+        return;
+    };
+    if !genhtml_available() {
+        return;
+    }
+    let root = test_support::repo_root();
+    let program = "example-t";
+    let elf = std::fs::read(fixtures.join(format!("{program}.elf"))).expect("fixture ELF");
+    let example_elf = std::fs::read(root.join("examples/snapshot/example.elf")).expect("example");
+    assert!(elf == example_elf, "the example is made from {program}");
+    let dir = temp_dir("lcov-example");
+    let out = Command::new(env!("CARGO_BIN_EXE_trace-convert"))
+        .current_dir(&dir)
+        .output()
+        .expect("run trace-convert");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = genhtml(&dir, &dir.join("out/coverage.info"));
+    let want = truth_totals(&fixtures.join(format!("{program}.cov.json")));
+    assert_eq!(
+        got, want,
+        "genhtml (found, hit): lines, functions, branches"
+    );
+    eprintln!("genhtml on the example: (found, hit) of lines, functions, branches {got:?}");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -30,6 +30,10 @@
 //! state starts empty (an exception return into the middle of an IT block
 //! is not followed).
 //!
+//! An instruction is its address, ISA and encoding: runs of the same code
+//! in the secure and the non-secure state add up (see
+//! [`Coverage::instructions`]).
+//!
 //! Accumulation is cheap: counts are kept per distinct range (start,
 //! length, ISA, space, IT state), and the code is decoded once per distinct
 //! range; per-instruction counts are made when asked for.
@@ -44,7 +48,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use trace_core::event::{Event, EventKind, Isa, Range};
-use trace_core::memory::{MemoryImage, Space};
+use trace_core::memory::{CodeKind, MemoryImage, Space};
 
 /// Where an address lies in the source, as the debug information says
 /// (implemented by the caller, typically from DWARF line tables).
@@ -73,7 +77,9 @@ pub struct LcovOptions {
 /// Counts of one instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InsnCoverage {
-    /// Memory space of the code.
+    /// Memory space the instruction was reached in: [`Space::Any`] when
+    /// reached in both (the same bytes), the space given to
+    /// [`Coverage::add_code`] when never reached.
     pub space: Space,
     /// Address.
     pub addr: u32,
@@ -383,6 +389,8 @@ impl Coverage {
 
     /// Make the instructions of `[start, end)` known as code, so that lines
     /// and branch sites never reached still appear (with zero counts).
+    /// Literal data the memory image marks ([`CodeKind::Data`], from ELF
+    /// mapping symbols) is stepped over.
     pub fn add_code(&mut self, space: Space, start: u32, end: u32, isa: Isa) {
         self.code.push((space, start, end, isa));
     }
@@ -393,38 +401,37 @@ impl Coverage {
         self.ranges.len()
     }
 
-    /// Per-instruction counts, by address, ISA and space. Instructions the
-    /// memory image cannot give are left out.
+    /// Per-instruction counts, in address order.
+    ///
+    /// An instruction is its address, ISA and encoding: the same bytes
+    /// reached in either memory space (ranges carry the space the trace
+    /// says the core was in; the image may answer both from one region,
+    /// such as an ELF file) are one instruction with the counts of both,
+    /// while different code at the same address in the secure and the
+    /// non-secure image stays apart. Code known through
+    /// [`add_code`](Self::add_code) adds the instructions no reached
+    /// instruction overlaps, in any space, so known code never doubles
+    /// code that ran. Instructions the memory image cannot give are left
+    /// out.
     #[must_use]
     pub fn instructions(&self) -> Vec<InsnCoverage> {
-        let mut map: BTreeMap<(u32, bool, Space), InsnCoverage> = BTreeMap::new();
-        for &(space, start, end, isa) in &self.code {
-            let mut addr = start;
-            let mut it = ItState::new();
-            while addr < end {
-                let Some(insn) = read_insn(&*self.memory, space, isa, addr) else {
-                    break;
-                };
-                let cond = match isa {
-                    Isa::T32 => it.step(&insn),
-                    Isa::A32 => insn.cond,
-                };
-                map.entry((addr, isa == Isa::T32, space))
-                    .or_insert_with(|| new_insn(space, addr, isa, &insn, cond));
-                addr = match addr.checked_add(u32::from(insn.size)) {
-                    Some(a) => a,
-                    None => break,
-                };
-            }
-        }
+        let mut map: BTreeMap<(u32, bool, u32), InsnCoverage> = BTreeMap::new();
+        // Where reached instructions start, and where they end.
+        let mut reached: BTreeMap<u32, u64> = BTreeMap::new();
         for (key, c) in self.keys.iter().zip(&self.ranges) {
             let times = c.passed + c.failed;
             let mut i = 0u32;
-            walk(&*self.memory, key, |(addr, insn, cond)| {
+            walk(&*self.memory, key, |(addr, insn, cond, bits)| {
                 i += 1;
+                let end = u64::from(addr) + u64::from(insn.size);
+                let e = reached.entry(addr).or_insert(end);
+                *e = (*e).max(end);
                 let e = map
-                    .entry((addr, key.isa == Isa::T32, key.space))
+                    .entry((addr, key.isa == Isa::T32, bits))
                     .or_insert_with(|| new_insn(key.space, addr, key.isa, insn, cond));
+                if e.space != key.space {
+                    e.space = Space::Any;
+                }
                 // The same address may be reached under another IT state;
                 // keep a condition once one is known.
                 if e.cond == Cond::Al {
@@ -437,6 +444,45 @@ impl Coverage {
                     e.failed += c.failed;
                 }
             });
+        }
+        let overlaps_reached = |addr: u32, size: u8| {
+            let end = u64::from(addr) + u64::from(size);
+            reached
+                .range(addr.saturating_sub(3)..)
+                .take_while(|(&a, _)| u64::from(a) < end)
+                .any(|(_, &e)| e > u64::from(addr))
+        };
+        for &(space, start, end, isa) in &self.code {
+            let mut addr = start;
+            let mut it = ItState::new();
+            while addr < end {
+                // Literal data inside the code (ELF mapping symbols) is
+                // stepped over, not read as instructions.
+                if self.memory.code_kind(addr) == Some(CodeKind::Data) {
+                    let step = if isa == Isa::T32 { 2 } else { 4 };
+                    addr = match addr.checked_add(step) {
+                        Some(a) => a,
+                        None => break,
+                    };
+                    it = ItState::new();
+                    continue;
+                }
+                let Some((insn, bits)) = read_insn(&*self.memory, space, isa, addr) else {
+                    break;
+                };
+                let cond = match isa {
+                    Isa::T32 => it.step(&insn),
+                    Isa::A32 => insn.cond,
+                };
+                if !overlaps_reached(addr, insn.size) {
+                    map.entry((addr, isa == Isa::T32, bits))
+                        .or_insert_with(|| new_insn(space, addr, isa, &insn, cond));
+                }
+                addr = match addr.checked_add(u32::from(insn.size)) {
+                    Some(a) => a,
+                    None => break,
+                };
+            }
         }
         map.into_values().collect()
     }
@@ -548,21 +594,21 @@ fn new_insn(
     }
 }
 
+/// The instruction at `addr` in `space`, with its encoding (its bytes,
+/// little-endian).
 fn read_insn(
     memory: &dyn MemoryImage,
     space: Space,
     isa: Isa,
     addr: u32,
-) -> Option<isa_decode::Insn> {
+) -> Option<(isa_decode::Insn, u32)> {
     let mut bytes = [0u8; 4];
     let n = memory.read(space, addr, &mut bytes);
-    isa_decode::decode(isa.decode_isa(), &bytes[..n], addr)
+    let insn = isa_decode::decode(isa.decode_isa(), &bytes[..n], addr)?;
+    bytes[usize::from(insn.size).min(4)..].fill(0);
+    Some((insn, u32::from_le_bytes(bytes)))
 }
 
-/// Decode the instructions of a distinct range, calling `f` with each
-/// (address, instruction, effective condition); returns the IT state after
-/// the range. Stops early where the memory gives no instruction, and at the
-/// range's end whatever its count says.
 /// The [`RangeKey`] of a packed one.
 fn unpack(p: Packed) -> RangeKey {
     let isa = if p.rest >> 32 & 0xFF == 0 {
@@ -585,9 +631,13 @@ fn unpack(p: Packed) -> RangeKey {
     }
 }
 
+/// Decode the instructions of a distinct range, calling `f` with each
+/// (address, instruction, effective condition, encoding); returns the IT
+/// state after the range. Stops early where the memory gives no
+/// instruction, and at the range's end whatever its count says.
 fn walk<F>(memory: &dyn MemoryImage, key: &RangeKey, mut f: F) -> ItState
 where
-    F: FnMut((u32, &isa_decode::Insn, Cond)),
+    F: FnMut((u32, &isa_decode::Insn, Cond, u32)),
 {
     let mut it = ItState::from_raw(key.it);
     let mut addr = key.start;
@@ -596,14 +646,14 @@ where
         if k > 0 && addr == key.end {
             break;
         }
-        let Some(insn) = read_insn(memory, key.space, key.isa, addr) else {
+        let Some((insn, bits)) = read_insn(memory, key.space, key.isa, addr) else {
             return ItState::new();
         };
         let cond = match key.isa {
             Isa::T32 => it.step(&insn),
             Isa::A32 => insn.cond,
         };
-        f((addr, &insn, cond));
+        f((addr, &insn, cond, bits));
         addr = addr.wrapping_add(u32::from(insn.size));
     }
     it
