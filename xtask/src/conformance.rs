@@ -188,10 +188,7 @@ pub(crate) fn compare(
         // ETMv3 `Reserved` names several numbers: those with no name.
         (Some(name), None) => check(
             "exception",
-            name == "Reserved"
-                && ours
-                    .exception
-                    .is_some_and(|n| matches!(n, 6 | 7) || n > 15),
+            name == "Reserved" && ours.exception.is_some_and(|n| matches!(n, 6 | 7) || n > 15),
             name.clone(),
             format!("{:?}", ours.exception),
         ),

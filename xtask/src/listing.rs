@@ -106,7 +106,7 @@ fn etmv3_exception(name: &str) -> Option<u16> {
     })
 }
 
-fn parse_line(line_no: usize, line: &str) -> Option<ListedPacket> {
+pub(crate) fn parse_line(line_no: usize, line: &str) -> Option<ListedPacket> {
     // After an error OpenCSD prints the packet on the message's line.
     let rest = &line[line.find("Idx:")? + "Idx:".len()..];
     let (idx, rest) = rest.split_once(';')?;

@@ -16,6 +16,7 @@
 //! - `gen-example`: encode the corpus program `example` into the bundled
 //!   example snapshot that `trace-convert` decodes without arguments.
 
+mod align;
 mod bench;
 mod conformance;
 mod conformance_decode;
@@ -23,6 +24,8 @@ mod conformance_real;
 mod corpus;
 mod example;
 mod listing;
+mod real_categories;
+mod real_decode;
 mod real_packets;
 
 use std::path::{Path, PathBuf};

@@ -68,10 +68,7 @@ pub fn compare_capture(snapshot: &Path, listing: &str) -> Result<PacketFigures, 
         read_capture(capture, |item| {
             if matches!(item, Item::Packet { .. } | Item::Error { .. }) {
                 let record = PacketRecord::from_item(item);
-                let idx = index
-                    .get(&record.offset)
-                    .copied()
-                    .unwrap_or(record.offset);
+                let idx = index.get(&record.offset).copied().unwrap_or(record.offset);
                 ours.push(Ours { idx, record });
             }
             Ok(())
@@ -88,9 +85,11 @@ pub fn compare_capture(snapshot: &Path, listing: &str) -> Result<PacketFigures, 
 const DATA_HEADER: &str =
     "data-trace header with data trace off: OpenCSD BAD_TRACEMODE, ours a data packet";
 const RESERVED: &str = "reserved header: OpenCSD reads it as a packet, we report an error";
-const CUT_OFF: &str = "packet cut off by the end of the buffer: OpenCSD lists it, we report it incomplete";
+const CUT_OFF: &str =
+    "packet cut off by the end of the buffer: OpenCSD lists it, we report it incomplete";
 const SKIPPED: &str = "after an invalid header: OpenCSD parses on, we skip to the next A-sync";
-const BEFORE_SYNC: &str = "ours only: bytes before the first A-sync reported skipped (OpenCSD: NOTSYNC)";
+const BEFORE_SYNC: &str =
+    "ours only: bytes before the first A-sync reported skipped (OpenCSD: NOTSYNC)";
 const AFTER_END: &str = "ours only: after OpenCSD stopped at a fatal error";
 
 /// Pair both sides by (trace ID, index) and sort every difference into a
@@ -186,4 +185,61 @@ fn category_of(why: &str) -> String {
         .filter_map(|d| d.split(':').next())
         .collect();
     format!("{} differs", fields.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(idx: u64, kind: &str) -> ListedPacket {
+        ListedPacket {
+            idx,
+            id: 0x10,
+            kind: kind.into(),
+            ..ListedPacket::default()
+        }
+    }
+
+    fn ours(idx: u64, kind: &str, message: Option<&str>) -> Ours {
+        Ours {
+            idx,
+            record: PacketRecord {
+                offset: idx,
+                id: 0x10,
+                kind: kind.into(),
+                message: message.map(str::to_owned),
+                ..PacketRecord::default()
+            },
+        }
+    }
+
+    #[test]
+    fn differences_are_sorted_into_categories() {
+        let mut ooo = ours(3, "out_of_order_data", None);
+        ooo.record.value = Some(0);
+        let theirs = [
+            listed(2, "A_SYNC"),
+            listed(3, "BAD_TRACEMODE"),
+            listed(4, "P_HDR"),
+            listed(5, "BRANCH_ADDRESS"),
+            listed(6, "TRIGGER"),
+        ];
+        let mine = [
+            ours(0, "error", Some("skipped while not synchronized")),
+            ours(2, "a_sync", None),
+            ooo,
+            ours(4, "error", Some("reserved header byte 0xbe")),
+            ours(9, "a_sync", None),
+        ];
+        let f = pair(&theirs, &mine);
+        assert_eq!((f.listed, f.ours, f.matched), (5, 5, 1));
+        let count = |c: &str| f.categories.get(c).map(|e| e.0);
+        assert_eq!(count(BEFORE_SYNC), Some(1));
+        assert_eq!(count(DATA_HEADER), Some(1));
+        assert_eq!(count(RESERVED), Some(1));
+        assert_eq!(count(SKIPPED), Some(2), "the packets at 5 and 6");
+        assert_eq!(count(AFTER_END), Some(1));
+        let total: usize = f.categories.values().map(|e| e.0).sum();
+        assert_eq!(total, 6, "every unmatched packet of either side once");
+    }
 }
