@@ -81,7 +81,8 @@ pub fn compare_capture(snapshot: &Path, listing: &str) -> Result<PacketFigures, 
     Ok(pair(&listed, &ours))
 }
 
-/// Categories of differences (see `docs/conformance.md`).
+/// Categories of differences (explained in the README, "Conformance with
+/// OpenCSD").
 const DATA_HEADER: &str =
     "data-trace header with data trace off: OpenCSD BAD_TRACEMODE, ours a data packet";
 const RESERVED: &str = "reserved header: OpenCSD reads it as a packet, we report an error";
