@@ -1,7 +1,8 @@
 //! Helpers shared by the workspace's tests: where the real captures are.
 //!
-//! The captures live in `../shared/testdata/opencsd` beside the repository
-//! and are not part of it. Tests that need them call [`opencsd_dir`]: on a
+//! The captures live in `../shared/testdata/opencsd` (and third-party ones
+//! in `../shared/testdata/real`) beside the repository and are not part
+//! of it. Tests that need them call [`opencsd_dir`]: on a
 //! user's clone without that folder the test says so and passes; when the
 //! `CI` environment variable is set, a missing folder fails the test.
 
@@ -81,6 +82,34 @@ pub fn opencsd_path() -> PathBuf {
 #[must_use]
 pub fn opencsd_dir() -> Option<PathBuf> {
     let dir = opencsd_path();
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is missing and CI is set",
+        dir.display()
+    );
+    eprintln!("skipping: {} not found", dir.display());
+    None
+}
+
+/// `../shared/testdata/real` beside the repository (third-party captures
+/// with OpenCSD listings), whether or not it exists.
+#[must_use]
+pub fn real_path() -> PathBuf {
+    repo_root().join("../shared/testdata/real")
+}
+
+/// The third-party captures folder (see [`real_path`]), or `None` (after
+/// printing why) when it is absent.
+///
+/// # Panics
+///
+/// When the folder is absent and the `CI` environment variable is set.
+#[must_use]
+pub fn real_dir() -> Option<PathBuf> {
+    let dir = real_path();
     if dir.is_dir() {
         return Some(dir);
     }

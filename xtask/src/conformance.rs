@@ -66,7 +66,7 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
 }
 
 /// Translate true file offsets to OpenCSD's `Idx` numbering.
-fn opencsd_indices(capture: &[u8], layout: FrameMode) -> Option<HashMap<u64, u64>> {
+pub(crate) fn opencsd_indices(capture: &[u8], layout: FrameMode) -> Option<HashMap<u64, u64>> {
     if matches!(layout, FrameMode::Raw { .. }) {
         return None;
     }
@@ -82,7 +82,7 @@ fn opencsd_indices(capture: &[u8], layout: FrameMode) -> Option<HashMap<u64, u64
     Some(map)
 }
 
-fn listed_kind(kind: &str) -> &str {
+pub(crate) fn listed_kind(kind: &str) -> &str {
     match kind {
         "A_SYNC" | "ASYNC" => "a_sync",
         "I_SYNC" | "I_SYNC_CYCLE" | "ISYNC" => "i_sync",
@@ -106,7 +106,7 @@ fn listed_kind(kind: &str) -> &str {
 
 /// Compare one packet; `isa` is the instruction set in force before it
 /// (a listed branch without `ISA=` keeps it).
-fn compare(
+pub(crate) fn compare(
     l: &ListedPacket,
     ours: &PacketRecord,
     idx: u64,
@@ -122,9 +122,11 @@ fn compare(
     let kind = listed_kind(&l.kind);
     check("type", kind == ours.kind, kind.into(), ours.kind.clone());
     if let Some(a) = l.addr {
+        // A partial address: only its known low bits are compared.
+        let mask = l.addr_bits.map_or(u64::MAX, |n| (1u64 << n) - 1);
         check(
             "address",
-            ours.address.map(u64::from) == Some(a),
+            ours.address.map(|o| u64::from(o) & mask) == Some(a & mask),
             format!("{a:#x}"),
             format!("{:x?}", ours.address),
         );
@@ -182,12 +184,28 @@ fn compare(
             format!("{:x?}", ours.timestamp),
         );
     }
-    if l.exception.is_some() || ours.exception.is_some_and(|n| n != 0) {
-        check(
+    match (&l.exception_name, l.exception) {
+        // ETMv3 `Reserved` names several numbers: those with no name.
+        (Some(name), None) => check(
+            "exception",
+            name == "Reserved" && ours.exception.is_some_and(|n| matches!(n, 6 | 7) || n > 15),
+            name.clone(),
+            format!("{:?}", ours.exception),
+        ),
+        _ if l.exception.is_some() || ours.exception.is_some_and(|n| n != 0) => check(
             "exception",
             l.exception == ours.exception,
             format!("{:?}", l.exception),
             format!("{:?}", ours.exception),
+        ),
+        _ => {}
+    }
+    if l.cancel || ours.cancel == Some(true) {
+        check(
+            "cancel",
+            ours.cancel == Some(l.cancel),
+            l.cancel.to_string(),
+            format!("{:?}", ours.cancel),
         );
     }
     if l.context_id.is_some() {
@@ -384,5 +402,38 @@ mod tests {
         let mut l2 = listed();
         l2.exception = Some(1);
         assert!(compare(&l2, &ours(), 100, Some("thumb")).is_err());
+    }
+
+    #[test]
+    fn partial_addresses_compare_their_known_bits() {
+        let mut l = listed();
+        l.addr = Some(0x0009_F49C);
+        l.addr_bits = Some(22);
+        let mut o = ours();
+        o.address = Some(0x7009_F49C);
+        assert_eq!(compare(&l, &o, 100, Some("thumb")), Ok(()));
+        o.address = Some(0x7019_F49C);
+        assert!(compare(&l, &o, 100, Some("thumb")).is_err(), "bit 20 known");
+    }
+
+    #[test]
+    fn etmv3_exception_names_and_cancel() {
+        let mut l = listed();
+        l.exception = Some(1);
+        l.exception_name = Some("Debug Halt".into());
+        l.cancel = true;
+        let mut o = ours();
+        o.exception = Some(1);
+        o.cancel = Some(true);
+        assert_eq!(compare(&l, &o, 100, Some("thumb")), Ok(()));
+        o.cancel = Some(false);
+        assert!(compare(&l, &o, 100, Some("thumb")).is_err(), "cancel");
+        let mut l = listed();
+        l.exception_name = Some("Reserved".into());
+        let mut o = ours();
+        o.exception = Some(7);
+        assert_eq!(compare(&l, &o, 100, Some("thumb")), Ok(()));
+        o.exception = Some(1);
+        assert!(compare(&l, &o, 100, Some("thumb")).is_err(), "named number");
     }
 }

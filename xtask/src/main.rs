@@ -3,9 +3,11 @@
 //! - `ci`: formatting, lints, the whole test suite and conformance: what
 //!   `.ci/run` runs.
 //! - `conformance`: our packets against OpenCSD's listings of the real
-//!   captures in `../shared/testdata/opencsd`; with `--decode`, our
-//!   decoded events against OpenCSD's decode listings and every
-//!   instruction against ARM DS-5's dumps.
+//!   captures in `../shared/testdata/opencsd` and the third-party ones in
+//!   `../shared/testdata/real`; with `--decode`, our decoded events
+//!   against OpenCSD's decode listings, every instruction against ARM
+//!   DS-5's dumps, and the third-party captures' instructions against
+//!   OpenCSD's.
 //! - `bench`: packet parsing and full decode throughput on large inputs
 //!   built from the real captures.
 //! - `gen-corpus`: build the programs in `corpus/` and record their
@@ -14,12 +16,17 @@
 //! - `gen-example`: encode the corpus program `example` into the bundled
 //!   example snapshot that `trace-convert` decodes without arguments.
 
+mod align;
 mod bench;
 mod conformance;
 mod conformance_decode;
+mod conformance_real;
 mod corpus;
 mod example;
 mod listing;
+mod real_categories;
+mod real_decode;
+mod real_packets;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -29,9 +36,19 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("conformance") if args.iter().any(|a| a == "--decode") => {
-            conformance_decode::run(&testdata_dir(), args.iter().any(|a| a == "--verbose"))
+            let verbose = args.iter().any(|a| a == "--verbose");
+            both(
+                conformance_decode::run(&testdata_dir(), verbose),
+                conformance_real::run_decode(&test_support::real_path(), verbose),
+            )
         }
-        Some("conformance") => conformance::run(&testdata_dir(), &args[1..]),
+        Some("conformance") => both(
+            conformance::run(&testdata_dir(), &args[1..]),
+            conformance_real::run_packets(
+                &test_support::real_path(),
+                args.iter().any(|a| a == "--verbose"),
+            ),
+        ),
         Some("bench") => bench::run(&testdata_dir(), &args[1..]),
         Some("bench-decode") => bench::child(&args[1..]),
         Some("gen-corpus") => corpus::generate().and_then(|()| example::generate()),
@@ -51,6 +68,14 @@ fn main() -> ExitCode {
             eprintln!("xtask: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Both results, the errors of both when both failed.
+fn both(a: Result<(), String>, b: Result<(), String>) -> Result<(), String> {
+    match (a, b) {
+        (Err(a), Err(b)) => Err(format!("{a}\n{b}")),
+        (a, b) => a.and(b),
     }
 }
 
@@ -91,7 +116,9 @@ fn ci() -> Result<(), String> {
         "warnings",
     ])?;
     conformance::run(&testdata_dir(), &[])?;
+    conformance_real::run_packets(&test_support::real_path(), false)?;
     conformance_decode::run(&testdata_dir(), false)?;
+    conformance_real::run_decode(&test_support::real_path(), false)?;
     corpus_check_or_skip()?;
     cargo(&["test", "--workspace"])
 }
