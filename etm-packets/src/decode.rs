@@ -543,7 +543,7 @@ fn decode_inner(
             })
         }
         Class::ASync => return Err(Fail::Invalid("A-sync")),
-        Class::Reserved => return Err(Fail::Invalid("header")),
+        Class::Reserved | Class::NoDataTrace => return Err(Fail::Invalid("header")),
     };
     Ok((c.i, p))
 }
@@ -555,6 +555,9 @@ pub(crate) fn decode(buf: &[u8], class: Class, cfg: &Config, st: &State) -> Deco
     let header = buf.first().copied().unwrap_or(0);
     if class == Class::Reserved {
         return Decoded::Invalid(ErrorKind::ReservedHeader { header });
+    }
+    if class == Class::NoDataTrace {
+        return Decoded::Invalid(ErrorKind::DataTraceOff { header });
     }
     match decode_inner(buf, class, cfg, st) {
         Ok((n, p)) => Decoded::Packet(n, p),

@@ -31,6 +31,15 @@ pub enum ErrorKind {
         /// The header byte.
         header: u8,
     },
+    /// A data trace header (normal data, out-of-order data or
+    /// placeholder, store failed, data suppressed, value not traced) in a
+    /// stream whose configuration (ETMCR) traces no data, or no data
+    /// values for the headers that carry one: the stream is damaged or the
+    /// configuration is wrong.
+    DataTraceOff {
+        /// The header byte.
+        header: u8,
+    },
     /// A field inside the packet holds a reserved or invalid value.
     InvalidField {
         /// The packet's header byte.
@@ -63,6 +72,10 @@ impl fmt::Display for ErrorKind {
                 )
             }
             Self::ReservedHeader { header } => write!(f, "reserved header byte 0x{header:02x}"),
+            Self::DataTraceOff { header } => write!(
+                f,
+                "data trace header 0x{header:02x}, but the configuration traces no data"
+            ),
             Self::InvalidField { header, field } => {
                 write!(f, "invalid {field} in packet with header 0x{header:02x}")
             }

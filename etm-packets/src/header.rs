@@ -26,6 +26,9 @@ pub(crate) enum Class {
     ExceptionExit,
     ExceptionEntry,
     Reserved,
+    /// A data trace header while the configuration traces no data (or no
+    /// data values, for the headers that carry values).
+    NoDataTrace,
 }
 
 /// Classifies a header byte (IHI 0014Q table 7.1).
@@ -41,7 +44,7 @@ pub(crate) fn classify(b: u8, cfg: &Config) -> Class {
             Class::Reserved
         };
     }
-    match b {
+    let class = match b {
         0x00 => Class::ASync,
         0x04 => Class::CycleCount,
         0x08 | 0x70 => Class::ISync,
@@ -62,6 +65,19 @@ pub(crate) fn classify(b: u8, cfg: &Config) -> Class {
         // b00A0SS10
         _ if b & 0xD3 == 0x02 => Class::NormalData,
         _ => Class::Reserved,
+    };
+    // Data packets appear only when ETMCR enables data trace: in a stream
+    // without it such a header means the stream is damaged or the
+    // configuration is wrong (OpenCSD reports BAD_TRACEMODE).
+    let data = cfg.data_address() || cfg.data_value();
+    match class {
+        Class::OutOfOrderData | Class::StoreFailed if !cfg.data_value() => Class::NoDataTrace,
+        Class::Placeholder | Class::NormalData | Class::DataSuppressed | Class::ValueNotTraced
+            if !data =>
+        {
+            Class::NoDataTrace
+        }
+        other => other,
     }
 }
 

@@ -246,46 +246,60 @@ fn packet(cfg: Config) -> BoxedStrategy<Packet> {
             Just(Packet::ExceptionExit),
             Just(Packet::Trigger),
             Just(Packet::Ignore),
-            Just(Packet::StoreFailed),
-            Just(Packet::DataSuppressed),
         ],
-        2 => (any::<bool>(), size()).prop_flat_map(move |(first, size)| {
-            (addr_if(first), value(size)).prop_map(move |(address, v)| {
-                Packet::NormalData(NormalData {
-                    first,
-                    address,
-                    address_bits: 0,
-                    value: dv.then_some(v),
-                    size,
-                })
-            })
-        }),
-        1 => (1u8..4, size()).prop_flat_map(|(tag, size)| {
-            value(size).prop_map(move |value| {
-                Packet::OutOfOrderData(OutOfOrderData { tag, value, size })
-            })
-        }),
-        1 => (1u8..4, any::<bool>()).prop_flat_map(move |(tag, first)| {
-            addr_if(first).prop_map(move |address| {
-                Packet::OutOfOrderPlaceholder(OutOfOrderPlaceholder {
-                    tag,
-                    first,
-                    address,
-                    address_bits: 0,
-                })
-            })
-        }),
-        1 => any::<bool>().prop_flat_map(move |first| {
-            addr_if(first).prop_map(move |address| {
-                Packet::ValueNotTraced(ValueNotTraced {
-                    first,
-                    address,
-                    address_bits: 0,
-                })
-            })
-        }),
     ]
     .boxed();
+    // Data packets only where ETMCR enables data trace (values for the
+    // packets that carry one): elsewhere their headers are errors.
+    if da || dv {
+        s = prop_oneof![
+            22 => s,
+            1 => Just(Packet::DataSuppressed),
+            2 => (any::<bool>(), size()).prop_flat_map(move |(first, size)| {
+                (addr_if(first), value(size)).prop_map(move |(address, v)| {
+                    Packet::NormalData(NormalData {
+                        first,
+                        address,
+                        address_bits: 0,
+                        value: dv.then_some(v),
+                        size,
+                    })
+                })
+            }),
+            1 => (1u8..4, any::<bool>()).prop_flat_map(move |(tag, first)| {
+                addr_if(first).prop_map(move |address| {
+                    Packet::OutOfOrderPlaceholder(OutOfOrderPlaceholder {
+                        tag,
+                        first,
+                        address,
+                        address_bits: 0,
+                    })
+                })
+            }),
+            1 => any::<bool>().prop_flat_map(move |first| {
+                addr_if(first).prop_map(move |address| {
+                    Packet::ValueNotTraced(ValueNotTraced {
+                        first,
+                        address,
+                        address_bits: 0,
+                    })
+                })
+            }),
+        ]
+        .boxed();
+    }
+    if dv {
+        s = prop_oneof![
+            24 => s,
+            1 => Just(Packet::StoreFailed),
+            1 => (1u8..4, size()).prop_flat_map(|(tag, size)| {
+                value(size).prop_map(move |value| {
+                    Packet::OutOfOrderData(OutOfOrderData { tag, value, size })
+                })
+            }),
+        ]
+        .boxed();
+    }
     if ctx_bytes > 0 {
         s = prop_oneof![
             10 => s,

@@ -482,7 +482,8 @@ fn timestamp_48_bit_and_gray() {
 
 #[test]
 fn cycle_count_vmid_and_single_byte_packets() {
-    let cfg = Config::new();
+    // Store failed and data suppressed need data (value) trace enabled.
+    let cfg = Config::new().with_data_address(true).with_data_value(true);
     let p = parse(
         cfg,
         &[
@@ -507,6 +508,24 @@ fn cycle_count_vmid_and_single_byte_packets() {
     );
     assert_eq!(p[0], (6, Packet::CycleCount(u32::MAX)));
     assert_eq!(p[1], (12, Packet::Vmid(7)));
+}
+
+#[test]
+fn data_headers_without_data_trace_are_errors() {
+    // ETMCR without data trace: every data header is an error naming it.
+    let cfg = Config::new();
+    for h in [0x50u8, 0x62, 0x6A, 0x02, 0x20, 0x54] {
+        let e = parse_err(cfg, &[h]);
+        assert_eq!(e.kind, ErrorKind::DataTraceOff { header: h }, "{h:#04x}");
+    }
+    // Data addresses only: value-carrying headers are still errors, the
+    // others are packets.
+    let cfg = Config::new().with_data_address(true);
+    assert_eq!(
+        parse_err(cfg, &[0x20]).kind,
+        ErrorKind::DataTraceOff { header: 0x20 }
+    );
+    assert_eq!(parse(cfg, &[0x62]), vec![(6, Packet::DataSuppressed)]);
 }
 
 #[test]

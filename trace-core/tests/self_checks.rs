@@ -143,9 +143,14 @@ fn an_address_with_unknown_high_bits_is_not_followed() {
     // The target's low bits name 0x1004, but bits 31:22 were never traced.
     let ev = run(&mut etm(), &[branch(0x1004, 22), insns("EE")]);
     assert_eq!(starts(&ev), Vec::<u32>::new());
-    assert!(ev.iter().all(|e| !matches!(e.kind, EventKind::AddrNacc { .. })));
+    assert!(ev
+        .iter()
+        .all(|e| !matches!(e.kind, EventKind::AddrNacc { .. })));
     // A branch packet that gives all 32 bits is followed.
-    let ev = run(&mut etm(), &[branch(0x1004, 22), branch(0x1004, 32), insns("EE")]);
+    let ev = run(
+        &mut etm(),
+        &[branch(0x1004, 22), branch(0x1004, 32), insns("EE")],
+    );
     assert_eq!(starts(&ev), vec![0x1004, 0x1008]);
 }
 
@@ -181,12 +186,20 @@ fn etm_periodic_isync_must_name_the_next_instruction() {
     // MOV, ADD, CMP executed: the next instruction is the BNE at 0x100C.
     let good = run(
         &mut etm(),
-        &[trace_on(0x1000, Isa::A32), insns("EEE"), periodic(0x100C, Isa::A32)],
+        &[
+            trace_on(0x1000, Isa::A32),
+            insns("EEE"),
+            periodic(0x100C, Isa::A32),
+        ],
     );
     assert_eq!(checks(&good), vec![]);
     let bad = run(
         &mut etm(),
-        &[trace_on(0x1000, Isa::A32), insns("EEE"), periodic(0x1010, Isa::A32)],
+        &[
+            trace_on(0x1000, Isa::A32),
+            insns("EEE"),
+            periodic(0x1010, Isa::A32),
+        ],
     );
     assert_eq!(checks(&bad), vec![(Check::Sync, 0x100C, Some(0x1010))]);
     // The trace is followed from there.

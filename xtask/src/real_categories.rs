@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use trace_core::memory::{MemoryImage, Space};
 
 /// Ours only, before OpenCSD's first I-sync.
-pub const BEFORE_ISYNC: &str = "decoded before the first I-sync, from partial addresses";
+pub const BEFORE_ISYNC: &str =
+    "decoded before OpenCSD's first I-sync, from a full branch address (the I-sync confirms the walk)";
 /// Ours only, after OpenCSD stopped.
 pub const AFTER_FATAL: &str = "decoded after OpenCSD stopped at a fatal error";
 /// OpenCSD keeps the instruction the cancel bit names.
@@ -76,6 +77,12 @@ pub fn categorize(listed: &Listed, ours: &Side, h: &Hunk, mem: &dyn MemoryImage)
             .any(|m| m.at == h.theirs.end && m.kind == MarkKind::Cancel)
     {
         return CANCELLED;
+    }
+    if ours_marks
+        .iter()
+        .any(|m| matches!(m.kind, MarkKind::Gap("inside_instruction", _)))
+    {
+        return MID_INSN;
     }
     if let Some(gap) = ours_marks.iter().find_map(|m| match m.kind {
         MarkKind::Gap("undefined", addr) => Some(addr),
