@@ -41,3 +41,33 @@ fn offset_past_the_file_and_regions_past_4_gib_are_errors() {
         .expect("fits");
     let _ = std::fs::remove_file(f);
 }
+
+/// Run `f` on another thread and fail if it has not returned in 20 s (a
+/// read of a FIFO or a device would block or never end).
+fn within_20s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(f()).ok());
+    rx.recv_timeout(std::time::Duration::from_secs(20))
+        .expect("returned within 20 s")
+}
+
+#[cfg(unix)]
+#[test]
+fn fifos_and_devices_are_refused_before_reading() {
+    let dir = std::env::temp_dir().join(format!("raw-files-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let fifo = dir.join("mem.fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    for path in [fifo, "/dev/zero".into()] {
+        let p = path.clone();
+        let err = within_20s(move || MemoryMap::new().add_file(&p, 0x1000, Space::Any, 0, None))
+            .expect_err("not a regular file");
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        let p = path.clone();
+        let err = within_20s(move || MemoryMap::new().add_elf(&p, Space::Any))
+            .expect_err("not a regular file");
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
