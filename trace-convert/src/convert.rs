@@ -845,7 +845,7 @@ pub fn convert_input(
     conv.set_info(name, sources);
     conv.begin().map_err(ConvertError::Output)?;
     for capture in &input.captures {
-        let size = std::fs::metadata(&capture.path).map_or(0, |m| m.len());
+        let size = capture.size();
         conv.add_capture(capture.path.clone(), size);
         // Per trace ID, looked up only for the events that need it.
         let by_id: Box<[&dyn MemoryImage; 256]> = Box::new(std::array::from_fn(|id| {
