@@ -91,7 +91,8 @@ pub struct CaptureSpec {
     /// (both printable: control characters escaped).
     pub skipped: Vec<(String, String)>,
     /// For a snapshot's buffer: the open snapshot folder and the file's
-    /// name in it, through which the file is opened.
+    /// name in it, through which the file is opened (while `path` still
+    /// names that file).
     pub within: Option<(Folder, PathBuf)>,
 }
 
@@ -106,8 +107,8 @@ impl CaptureSpec {
     /// The error of opening it, or of it not being a regular file.
     pub fn open(&self) -> std::io::Result<std::fs::File> {
         match &self.within {
-            Some((folder, name)) => folder.open_file(name),
-            None => trace_core::memory::open_regular(&self.path),
+            Some((folder, name)) if folder.path().join(name) == self.path => folder.open_file(name),
+            _ => trace_core::memory::open_regular(&self.path),
         }
     }
 
