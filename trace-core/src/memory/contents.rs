@@ -95,14 +95,13 @@ impl Contents {
         if file.metadata()?.len() == 0 {
             return Ok(Contents(Store::Owned(Arc::from(Vec::new()))));
         }
-        // SAFETY: the mapping is read only and private to this process's
-        // view of a regular file (checked above). Rust's aliasing rules
-        // assume the bytes do not change while borrowed: another process
-        // truncating or rewriting the file during the run breaks that (a
-        // truncation ends the run with SIGBUS). The inputs are captures
-        // and images at rest, and mapping is what keeps memory in
-        // proportion to what is read: a 4 GiB sparse `--mem` file took
-        // 12.6 GB when read into memory, against a few MB mapped.
+        // SAFETY: the mapping is read only, of a regular file (checked
+        // above). Rust assumes the mapped bytes do not change while they
+        // are borrowed; another process rewriting or truncating the file
+        // during the run breaks that (a truncation ends the run with
+        // SIGBUS). The inputs are captures and images at rest, and mapping
+        // is what keeps memory in proportion to what is used: a 4 GiB
+        // sparse `--mem` file took 12.6 GB of memory when read in.
         #[allow(unsafe_code)]
         let map = unsafe { memmap2::Mmap::map(file)? };
         Ok(Contents(Store::Mapped(Arc::new(map))))
