@@ -948,7 +948,7 @@ pub fn events_file_clock(
         path: path.to_path_buf(),
         reason,
     };
-    let file = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
+    let file = trace_core::memory::open_regular(path).map_err(|e| bad(e.to_string()))?;
     let (_, events) = crate::formats::events_file::EventReader::open(io::BufReader::new(file))
         .map_err(|e| bad(e.to_string()))?;
     // Per trace ID: (has ranges, has cycles, has timestamps).
@@ -994,7 +994,7 @@ pub fn convert_events_file(
         path: path.to_path_buf(),
         reason,
     };
-    let file = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
+    let file = trace_core::memory::open_regular(path).map_err(|e| bad(e.to_string()))?;
     let size = file.metadata().map_or(0, |m| m.len());
     let (header, events) = crate::formats::events_file::EventReader::open(io::BufReader::new(file))
         .map_err(|e| bad(e.to_string()))?;

@@ -500,3 +500,62 @@ fn special_files_as_elf_or_mem_are_refused() {
         );
     }
 }
+
+/// Resident memory of this process in KiB (Linux), if known.
+fn rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+fn a_sparse_dump_named_by_many_sections_is_mapped_once() {
+    // A 1 GiB sparse dump named by 8 sections once took 6.4 GB and aborted.
+    let s = Scratch::new("sparse");
+    std::fs::File::create(s.snap().join("sparse.bin"))
+        .and_then(|f| f.set_len(1 << 30))
+        .expect("sparse file");
+    let sections: String = (0..8)
+        .map(|k| format!("[dump_s{k}]\nfile=sparse.bin\naddress=0x0\n"))
+        .collect();
+    s.write("core_0.ini", &format!("{}{sections}", s.read("core_0.ini")));
+    let input = resolve(&s.snap()).expect("resolves");
+    let Some(before) = rss_kib() else { return };
+    let map =
+        memory_for(input.snapshot.as_ref(), "PTM_0", &ExtraMemory::default()).expect("memory");
+    assert_eq!(map.regions().count(), 9);
+    let grown = rss_kib().unwrap_or(0).saturating_sub(before);
+    assert!(grown < 64 << 10, "the process grew by {grown} KiB");
+}
+
+#[test]
+fn a_fifo_as_capture_or_saved_events_is_refused() {
+    let s = Scratch::new("fifo-cli");
+    s.fifo("capture.fifo");
+    let fifo = s.snap().join("capture.fifo");
+    let out = cli(&[
+        "decode".as_ref(),
+        "--protocol".as_ref(),
+        "ptm".as_ref(),
+        fifo.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not a regular file"),
+        "{}",
+        stderr(&out)
+    );
+    let folded = s.0.join("x.folded");
+    let out = cli(&[
+        "--from-events".as_ref(),
+        fifo.as_os_str(),
+        "--folded".as_ref(),
+        folded.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not a regular file"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -71,3 +71,34 @@ fn fifos_and_devices_are_refused_before_reading() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Resident memory of this process in KiB (Linux), if known.
+fn rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+fn a_sparse_file_costs_only_what_is_touched() {
+    // 256 MiB of holes: read into memory it took 256 MiB and more.
+    let p = std::env::temp_dir().join(format!("raw-files-{}-sparse.bin", std::process::id()));
+    std::fs::File::create(&p)
+        .and_then(|f| f.set_len(256 << 20))
+        .expect("sparse file");
+    let Some(before) = rss_kib() else { return };
+    let mut map = MemoryMap::new();
+    for k in 0..4u32 {
+        map.add_file(&p, k << 28, Space::Any, 0, None)
+            .expect("maps");
+    }
+    let mut buf = [0xAAu8; 4];
+    assert_eq!(map.read(Space::Any, 0x1000_0000 + 0x0FF0_0000, &mut buf), 4);
+    assert_eq!(buf, [0; 4]);
+    let grown = rss_kib().unwrap_or(0).saturating_sub(before);
+    assert!(
+        grown < 32 << 10,
+        "4 x 256 MiB regions grew the process by {grown} KiB"
+    );
+    let _ = std::fs::remove_file(p);
+}
