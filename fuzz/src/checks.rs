@@ -212,18 +212,30 @@ pub fn deformatter(mut data: &[u8]) {
 }
 
 /// Fuzz input: arbitrary bytes as (lossy) UTF-8 text for the snapshot INI
-/// parser, then every value through the number parser. Checks: no panic;
-/// parsing is deterministic.
+/// parser, then every value through the number parser, the file-name
+/// resolver and the escaping of printed text. Checks: no panic; parsing
+/// is deterministic; keys are unique per section (ignoring case) and each
+/// gives its entry's value; a resolved file name has only plain parts;
+/// escaped text has no control character.
 pub fn snapshot_ini(data: &[u8]) {
+    use std::path::Component;
+    use trace_convert::input::folder::relative;
     use trace_convert::input::ini::{parse_u64, Ini};
+    use trace_convert::input::shown::shown;
     let text = String::from_utf8_lossy(data);
     let first = Ini::parse(&text);
     assert_eq!(first, Ini::parse(&text));
     if let Ok(ini) = first {
         for s in &ini.sections {
+            let mut keys = std::collections::HashSet::new();
             for (k, v) in &s.entries {
                 let _ = parse_u64(v);
-                assert!(s.get(k).is_some());
+                assert!(keys.insert(k.to_ascii_lowercase()), "key {k:?} twice");
+                assert_eq!(s.get(k), Some(v.as_str()));
+                if let Some(rel) = relative(v) {
+                    assert!(rel.components().all(|c| matches!(c, Component::Normal(_))));
+                }
+                assert!(!shown(v).chars().any(char::is_control));
             }
             assert!(ini.section(&s.name).is_some());
         }

@@ -858,7 +858,7 @@ pub fn convert_input(
     conv.set_info(name, sources);
     conv.begin().map_err(ConvertError::Output)?;
     for capture in &input.captures {
-        let size = std::fs::metadata(&capture.path).map_or(0, |m| m.len());
+        let size = capture.size();
         conv.add_capture(capture.path.clone(), size);
         // Per trace ID, looked up only for the events that need it.
         let by_id: Box<[&dyn MemoryImage; 256]> = Box::new(std::array::from_fn(|id| {
@@ -961,7 +961,7 @@ pub fn events_file_clock(
         path: path.to_path_buf(),
         reason,
     };
-    let file = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
+    let file = trace_core::memory::open_regular(path).map_err(|e| bad(e.to_string()))?;
     let (_, events) = crate::formats::events_file::EventReader::open(io::BufReader::new(file))
         .map_err(|e| bad(e.to_string()))?;
     // Per trace ID: (has ranges, has cycles, has timestamps).
@@ -1007,7 +1007,7 @@ pub fn convert_events_file(
         path: path.to_path_buf(),
         reason,
     };
-    let file = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
+    let file = trace_core::memory::open_regular(path).map_err(|e| bad(e.to_string()))?;
     let size = file.metadata().map_or(0, |m| m.len());
     let (header, events) = crate::formats::events_file::EventReader::open(io::BufReader::new(file))
         .map_err(|e| bad(e.to_string()))?;

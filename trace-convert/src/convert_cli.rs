@@ -72,6 +72,12 @@ pub struct ConvertArgs {
     /// capture. Example: --from-events run.events --folded app.folded
     #[arg(long, value_name = "FILE", conflicts_with = "path")]
     from_events: Option<PathBuf>,
+    /// With --from-events: go on (with a warning) when an --elf or --mem
+    /// file is not one the events were decoded with. Without it such a
+    /// file is refused, as its names and lines would describe another
+    /// program.
+    #[arg(long, requires = "from_events")]
+    ignore_image_mismatch: bool,
     /// LCOV: also report every conditional instruction that is not a
     /// branch as a two-way branch (passed, failed). Only ETMv3 traces their
     /// outcome (one atom per instruction); under PTM they are left out.
@@ -318,6 +324,9 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
         Err(e) => return fail(exit::INPUT, e),
     };
     symbols.set_inline_scopes(!args.no_inline);
+    for p in symbols.dwarf_problems() {
+        eprintln!("trace-convert: warning: DWARF section not readable: {p}: that file gives no source lines");
+    }
     if symbols.is_empty() {
         eprintln!(
             "trace-convert: note: no ELF file given (--elf): functions are named by address (0x...)"
@@ -325,11 +334,27 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
     } else if !symbols.has_lines() {
         eprintln!("trace-convert: note: the ELF files have no DWARF line information");
     }
+    if targets.lcov.is_some() {
+        let problems = symbols.check_dwarf();
+        if let Some(p) = problems.first() {
+            return fail(
+                exit::INPUT,
+                format!(
+                    "--lcov: DWARF section not readable: {p}: the coverage would be incomplete"
+                ),
+            );
+        }
+    }
     if targets.lcov.is_some() && !symbols.has_lines() {
         return fail(
             exit::USAGE,
             "--lcov needs an ELF file with DWARF line information (--elf app.elf)",
         );
+    }
+    if let Some(ev) = &args.from_events {
+        if let Err(e) = check_images(ev, &elves, &args.mem, args.ignore_image_mismatch) {
+            return fail(exit::INPUT, e);
+        }
     }
     let options = ConvertOptions {
         clock: match args.clock {
@@ -357,6 +382,9 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
         },
         None => None,
     };
+    if let Some(i) = &input {
+        super::print_notes(i);
+    }
     let mut options = options;
     if options.timestamp_hz.is_none() {
         // The snapshot's `trace.ini` may give the timestamp frequency.
@@ -454,6 +482,17 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
     match result {
         Ok(report) => {
             print_summary(&report);
+            if let Some(input) = &input {
+                let bytes: u64 = report.captures.iter().map(|(_, b)| b).sum();
+                let decoded: u64 = report
+                    .ids
+                    .values()
+                    .map(|r| r.instructions + r.nacc.values().sum::<u64>())
+                    .sum();
+                if bytes > 0 && decoded == 0 {
+                    return fail(exit::CONFIG, super::nothing_decoded(input, bytes));
+                }
+            }
             let cycles: u64 = report.ids.values().map(|r| r.cycles).sum();
             if targets.folded.is_some() && weight == Weight::Cycles && cycles == 0 {
                 eprintln!(
@@ -559,12 +598,26 @@ fn events_header(input: &Input, extra: &ExtraMemory) -> Result<Header, String> {
     let mut images = Vec::new();
     let mut paths: Vec<PathBuf> = Vec::new();
     if let Some(snap) = &input.snapshot {
-        for c in &input.captures {
-            for s in &c.sources {
-                if let Some(core) = snap.core_of(&s.name) {
-                    paths.extend(core.dumps.iter().map(|d| d.path.clone()));
-                }
-            }
+        // Dumps are read through the snapshot folder, each file once.
+        let mut dumps: Vec<(&Path, &Path)> = input
+            .captures
+            .iter()
+            .flat_map(|c| &c.sources)
+            .filter_map(|s| snap.core_of(&s.name))
+            .flat_map(|core| {
+                core.dumps
+                    .iter()
+                    .map(|d| (d.file.as_path(), d.path.as_path()))
+            })
+            .collect();
+        dumps.sort_unstable();
+        dumps.dedup();
+        for (file, shown) in dumps {
+            let info = snap
+                .open(file)
+                .and_then(|f| ImageInfo::of_open(shown, f))
+                .map_err(|e| format!("{}: {e}", shown.display()))?;
+            images.push(info);
         }
     }
     paths.extend(extra.elves.iter().cloned());
@@ -592,4 +645,53 @@ fn events_header(input: &Input, extra: &ExtraMemory) -> Result<Header, String> {
         images,
         sources,
     })
+}
+
+/// Refuse `--elf` and `--mem` files that the saved events in `events`
+/// were not decoded with (compared by size and contents hash): their
+/// symbols and code would describe another program. With `ignore`, warn
+/// instead.
+fn check_images(
+    events: &Path,
+    elves: &[PathBuf],
+    mem: &[MemArg],
+    ignore: bool,
+) -> Result<(), String> {
+    use trace_convert::formats::events_file::EventReader;
+    let file = trace_core::memory::open_regular(events)
+        .map_err(|e| format!("{}: {e}", events.display()))?;
+    let (header, _) = EventReader::open(std::io::BufReader::new(file))
+        .map_err(|e| format!("{}: {e}", events.display()))?;
+    let given = elves.iter().chain(mem.iter().map(|m| &m.path));
+    for p in given {
+        let info = ImageInfo::of_file(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        if header
+            .images
+            .iter()
+            .any(|i| i.size == info.size && i.hash == info.hash)
+        {
+            continue;
+        }
+        let saved = if header.images.is_empty() {
+            "none".to_owned()
+        } else {
+            header
+                .images
+                .iter()
+                .map(|i| format!("{} ({} bytes)", input::shown::shown(&i.path), i.size))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let what = format!(
+            "{}: not an image the events in {} were decoded with (those: {saved}); \
+             its symbols and code would describe another program",
+            p.display(),
+            events.display()
+        );
+        if !ignore {
+            return Err(format!("{what} (--ignore-image-mismatch to go on)"));
+        }
+        eprintln!("trace-convert: warning: {what}");
+    }
+    Ok(())
 }

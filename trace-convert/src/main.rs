@@ -273,6 +273,41 @@ fn input_code(e: &InputError) -> u8 {
     }
 }
 
+/// Print the notes of a resolved input (what was repeated, overlaps or is
+/// unused, and the rule applied), at most 20.
+fn print_notes(input: &input::Input) {
+    const SHOWN: usize = 20;
+    let notes = input.snapshot.as_ref().map_or(&[][..], |s| &s.notes[..]);
+    for n in notes.iter().take(SHOWN) {
+        eprintln!("trace-convert: note: {n}");
+    }
+    if notes.len() > SHOWN {
+        eprintln!(
+            "trace-convert: note: and {} more notes",
+            notes.len() - SHOWN
+        );
+    }
+}
+
+/// The message of a run that decoded no instruction (and reached no
+/// address) from `bytes` bytes of capture.
+fn nothing_decoded(input: &input::Input, bytes: u64) -> String {
+    let sources: usize = input
+        .captures
+        .iter()
+        .map(|c| c.sources.len() + usize::from(c.any_id.is_some()))
+        .sum();
+    let skipped: usize = input.captures.iter().map(|c| c.skipped.len()).sum();
+    let why = if sources == 0 && skipped > 0 {
+        format!("no source could be decoded ({skipped} skipped, see above)")
+    } else if sources == 0 {
+        "no trace source is bound to the capture".to_owned()
+    } else {
+        "check the source registers (ETMCR, ETMIDR) and the layout".to_owned()
+    };
+    format!("decoded no instruction from {bytes} bytes of capture: {why}")
+}
+
 /// The exit code and message for a failed capture read.
 fn read_failure(e: ReadError) -> ExitCode {
     match e {
@@ -324,6 +359,7 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
         Ok(i) => i,
         Err(e) => return fail(input_code(&e), e),
     };
+    print_notes(&input);
     let format = match args.format {
         FormatArg::Text => ListFormat::Text,
         FormatArg::Jsonl => ListFormat::Jsonl,
@@ -362,6 +398,7 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
         Ok(i) => i,
         Err(e) => return fail(input_code(&e), e),
     };
+    print_notes(&input);
     let format = match args.format {
         FormatArg::Text => EventFormat::Text,
         FormatArg::Jsonl => EventFormat::Jsonl,
@@ -394,7 +431,9 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
         Ok(m) => Arc::new(m),
         Err(e) => return fail(exit::INPUT, e),
     };
-    with_output(args.output.as_deref(), |out| {
+    // Bytes read, instructions decoded, and whether every capture was read.
+    let mut totals = (0u64, 0u64, false);
+    let code = with_output(args.output.as_deref(), |out| {
         for capture in &input.captures {
             for (name, why) in &capture.skipped {
                 eprintln!("trace-convert: {name}: not decoded: {why}");
@@ -424,6 +463,14 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
                 },
             )
             .map_err(read_failure)?;
+            totals.0 += summary.bytes;
+            // An address reached without memory counts: the trace was
+            // decoded as far as it can be without an image.
+            totals.1 += summary
+                .sources
+                .iter()
+                .map(|(_, c)| c.instructions + c.nacc)
+                .sum::<u64>();
             for (id, c) in &summary.sources {
                 eprintln!(
                     "trace-convert: {}: ID {id:#04x}: {} ranges, {} instructions, {} not accessible, {} gaps",
@@ -438,8 +485,13 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
                 }
             }
         }
+        totals.2 = true;
         Ok(())
-    })
+    });
+    if totals.2 && totals.0 > 0 && totals.1 == 0 {
+        return fail(exit::CONFIG, nothing_decoded(&input, totals.0));
+    }
+    code
 }
 
 fn main() -> ExitCode {

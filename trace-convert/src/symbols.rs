@@ -84,6 +84,10 @@ pub(crate) type TestScope<'a> = (u32, u32, &'a [(&'a str, u32)]);
 pub struct Symbolizer {
     functions: Vec<Function>,
     dwarf: Vec<dwarf::DwarfInfo>,
+    /// The file of each of `dwarf`.
+    dwarf_files: Vec<PathBuf>,
+    /// Per file whose DWARF could not be loaded: the section, the error.
+    dwarf_problems: Vec<String>,
     files: Vec<PathBuf>,
     /// Inline scopes were turned off ([`set_inline_scopes`](Self::set_inline_scopes)).
     no_inline: bool,
@@ -202,17 +206,41 @@ impl Symbolizer {
         Ok(s)
     }
 
-    /// Add one ELF file.
+    /// Add one ELF file (mapped, not read: only a regular file is
+    /// opened).
     ///
     /// # Errors
     ///
-    /// [`SymbolError`] when the file cannot be read or is not ELF.
+    /// [`SymbolError`] when the file cannot be opened, is not a regular
+    /// file, or is not ELF.
     pub fn add_elf(&mut self, path: &Path) -> Result<(), SymbolError> {
-        let bytes = std::fs::read(path).map_err(|source| SymbolError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        self.add_elf_bytes(path, &bytes)
+        let contents =
+            trace_core::memory::Contents::map_path(path).map_err(|source| SymbolError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        self.add_elf_bytes(path, contents.bytes())
+    }
+
+    /// DWARF sections that could not be read while loading, one message
+    /// per file naming the section (that file then gives no lines).
+    #[must_use]
+    pub fn dwarf_problems(&self) -> &[String] {
+        &self.dwarf_problems
+    }
+
+    /// Read all the DWARF once (every unit, its entries and its line
+    /// program), and name the first section that fails in each file,
+    /// beside the problems of loading: what a coverage report would miss.
+    #[must_use]
+    pub fn check_dwarf(&self) -> Vec<String> {
+        let mut out = self.dwarf_problems.clone();
+        for (d, path) in self.dwarf.iter().zip(&self.dwarf_files) {
+            if let Err(e) = d.check() {
+                out.push(format!("{}: {e}", path.display()));
+            }
+        }
+        out
     }
 
     /// Add an ELF file from memory (`path` names it in messages).
@@ -272,9 +300,14 @@ impl Symbolizer {
                 self.functions[i].end = next;
             }
         }
-        if let Some(d) = dwarf::DwarfInfo::load(&file) {
-            self.has_inlined |= d.has_inlined();
-            self.dwarf.push(d);
+        match dwarf::DwarfInfo::load(&file) {
+            Ok(Some(d)) => {
+                self.has_inlined |= d.has_inlined();
+                self.dwarf.push(d);
+                self.dwarf_files.push(path.to_path_buf());
+            }
+            Ok(None) => {}
+            Err(e) => self.dwarf_problems.push(format!("{}: {e}", path.display())),
         }
         self.scopes = self.functions.iter().map(|_| OnceCell::new()).collect();
         self.last_scope.set(None);

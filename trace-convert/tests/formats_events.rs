@@ -192,6 +192,24 @@ fn every_truncation_is_an_error() {
 }
 
 #[test]
+fn bytes_after_the_end_marker_are_an_error() {
+    let bytes = save(&header(), &all_kinds());
+    let mut garbage = bytes.clone();
+    garbage.push(0);
+    let mut twice = bytes.clone();
+    twice.extend_from_slice(&bytes);
+    for (what, b) in [("one byte", garbage), ("two files", twice)] {
+        match load(&b) {
+            Err(EventsFileError::Corrupt { offset, what: w }) => {
+                assert_eq!(offset, bytes.len() as u64, "{what}");
+                assert!(w.contains("after the end marker"), "{what}: {w}");
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+}
+
+#[test]
 fn every_damaged_byte_is_an_error() {
     let bytes = save(&header(), &all_kinds());
     for at in 0..bytes.len() {

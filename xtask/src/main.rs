@@ -120,7 +120,37 @@ fn ci() -> Result<(), String> {
     conformance_decode::run(&testdata_dir(), false)?;
     conformance_real::run_decode(&test_support::real_path(), false)?;
     corpus_check_or_skip()?;
+    fuzz_lock_is_current()?;
     cargo(&["test", "--workspace"])
+}
+
+/// `fuzz/` is a workspace of its own with its own `Cargo.lock`: resolving
+/// it with `--locked` fails when the lock no longer matches the crates it
+/// builds (as `cargo fuzz build` would then rewrite it).
+fn fuzz_lock_is_current() -> Result<(), String> {
+    let args = [
+        "metadata",
+        "--locked",
+        "--format-version",
+        "1",
+        "--manifest-path",
+        "fuzz/Cargo.toml",
+    ];
+    eprintln!("xtask: cargo {}", args.join(" "));
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(args)
+        .current_dir(root())
+        .stdout(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "fuzz/Cargo.lock is out of date (refresh it with `cargo update --workspace --manifest-path fuzz/Cargo.toml`): {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
 }
 
 /// Rerun the emulator over the committed corpus; without the Python

@@ -5,16 +5,18 @@ mod in_parts;
 pub mod parallel;
 pub mod record;
 
+use crate::input::shown::shown;
 use crate::input::snapshot::Snapshot;
 use crate::input::source::CaptureSpec;
 use crate::packets::{stream_capture, ReadError};
+use std::collections::hash_map::{Entry, HashMap};
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use trace_core::decode::{Decoder, DecoderConfig};
 use trace_core::demux::{Demux, Item, SourceStats};
 use trace_core::event::{Event, EventKind, GapReason};
-use trace_core::memory::{MemoryError, MemoryImage, MemoryMap, Space};
+use trace_core::memory::{Contents, MemoryError, MemoryImage, MemoryMap, Space};
 
 pub(crate) use parallel::decode_to;
 pub use parallel::{
@@ -81,7 +83,9 @@ pub fn memory_for(
     extra: &ExtraMemory,
 ) -> Result<MemoryMap, MemoryError> {
     let mut map = MemoryMap::new();
-    if let Some(core) = snapshot.and_then(|s| s.core_of(source)) {
+    if let (Some(snap), Some(core)) = (snapshot, snapshot.and_then(|s| s.core_of(source))) {
+        // Each file once, however many dump sections name it.
+        let mut files: HashMap<&Path, Contents> = HashMap::new();
         for d in &core.dumps {
             let space = d
                 .space
@@ -92,7 +96,19 @@ pub fn memory_for(
                 name: d.path.display().to_string(),
                 reason: format!("address {:#x} beyond 32 bits", d.address),
             })?;
-            map.add_file(&d.path, base, space, d.offset, d.length)?;
+            let contents = match files.entry(&d.file) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => {
+                    let io = |source| MemoryError::Io {
+                        path: d.path.clone(),
+                        source,
+                    };
+                    let file = snap.open(&d.file).map_err(io)?;
+                    e.insert(Contents::map(&file).map_err(io)?)
+                }
+            };
+            let name = shown(&d.path.display().to_string());
+            map.add_contents(name, contents, base, space, d.offset, d.length)?;
         }
     }
     for e in &extra.elves {

@@ -193,7 +193,7 @@ pub fn decode_capture_with(
     opts: &DecodeOptions,
     each: impl FnMut(&Event) -> io::Result<()>,
 ) -> Result<DecodeSummary, ReadError> {
-    let size = std::fs::metadata(&spec.path).map_or(0, |m| m.len());
+    let size = spec.size();
     if opts.jobs <= 1 || size < opts.min_parallel_bytes {
         return super::decode_sequential(spec, memory, each);
     }
@@ -237,7 +237,7 @@ pub(crate) fn decode_to<T: Take>(
     parts: Option<Arc<dyn Parts>>,
     each: &mut T,
 ) -> Result<DecodeSummary, ReadError> {
-    let size = std::fs::metadata(&spec.path).map_or(0, |m| m.len());
+    let size = spec.size();
     if opts.jobs <= 1 || size < opts.min_parallel_bytes {
         return super::in_parts::decode_sequential_parts(
             spec,
@@ -494,7 +494,7 @@ fn decode_chunks<T: Take>(
     let mut seen_bytes = 0u64;
     let mut densest = (0u64, 1u64);
 
-    let file = std::fs::File::open(&spec.path).map_err(|source| ReadError::Io {
+    let file = spec.open().map_err(|source| ReadError::Io {
         path: spec.path.clone(),
         source,
     })?;

@@ -14,7 +14,7 @@
 //!
 //! Checksums are 64-bit FNV-1a over the bytes they follow. Batches let a
 //! reader stream the file with one batch in memory; the end marker tells a
-//! complete file from a truncated one. Reading never panics: a wrong magic,
+//! complete file from a truncated one, and must be the file's last bytes. Reading never panics: a wrong magic,
 //! an unknown version, a truncated or corrupted file are errors.
 
 use crate::input::source::Protocol;
@@ -54,7 +54,16 @@ impl ImageInfo {
     ///
     /// The error of reading the file.
     pub fn of_file(path: &Path) -> io::Result<ImageInfo> {
-        let mut f = std::fs::File::open(path)?;
+        let f = trace_core::memory::open_regular(path)?;
+        ImageInfo::of_open(path, f)
+    }
+
+    /// Describe the open file `f` (named `path`), reading it to hash it.
+    ///
+    /// # Errors
+    ///
+    /// The error of reading the file.
+    pub fn of_open(path: &Path, mut f: std::fs::File) -> io::Result<ImageInfo> {
         let mut hash = Fnv::new();
         let mut size = 0u64;
         let mut buf = vec![0u8; 1 << 16];
@@ -405,6 +414,15 @@ impl<R: Read> Events<R> {
         if count == 0 && len == 0 {
             if sum != checksum(&[]) {
                 return Err(corrupt(start, "end marker damaged"));
+            }
+            // The end marker ends the file: bytes after it (garbage, or a
+            // second file appended) are an error, not ignored.
+            let mut probe = [0u8; 1];
+            if read_full(&mut self.r, &mut probe)? > 0 {
+                return Err(corrupt(
+                    self.pos,
+                    "bytes after the end marker (a damaged or concatenated file)",
+                ));
             }
             return Ok(false);
         }

@@ -178,6 +178,7 @@ impl SourceFlags {
             sources,
             any_id,
             skipped: Vec::new(),
+            within: None,
         })
     }
 }

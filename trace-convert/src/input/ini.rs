@@ -1,6 +1,8 @@
 //! The small INI dialect of trace snapshots: `[section]`, `key=value`,
-//! `;` or `#` comments, keys unique per section (the last one wins).
+//! `;` or `#` comments, keys unique per section (the last one wins, and
+//! the repeat is recorded); lines end with LF, CR LF or CR alone.
 
+use std::collections::HashMap;
 use std::fmt;
 
 /// One `[section]` with its entries in file order.
@@ -31,6 +33,10 @@ impl Section {
 pub struct Ini {
     /// Sections in file order; a section name may repeat.
     pub sections: Vec<Section>,
+    /// Keys given again in the same section: (1-based line of the repeat,
+    /// section name, key). The value of the repeat replaced the earlier
+    /// one, which keeps its place in the entries.
+    pub repeats: Vec<(usize, String, String)>,
 }
 
 /// A line that is neither a section header, an entry nor a comment.
@@ -59,6 +65,9 @@ impl Ini {
     /// the first section, or a line without `=`.
     pub fn parse(text: &str) -> Result<Ini, IniError> {
         let mut ini = Ini::default();
+        // Per section of `ini.sections`: lower-case key to entry index.
+        let mut keys: Vec<HashMap<String, usize>> = Vec::new();
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
         for (n, raw) in text.lines().enumerate() {
             let line = raw.trim().trim_start_matches('\u{feff}');
             if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
@@ -77,18 +86,26 @@ impl Ini {
                     entries: Vec::new(),
                     line: n + 1,
                 });
+                keys.push(HashMap::new());
                 continue;
             }
             let (key, value) = line
                 .split_once('=')
                 .ok_or_else(|| err("expected `key=value`"))?;
-            let section = ini
-                .sections
-                .last_mut()
-                .ok_or_else(|| err("entry before the first [section]"))?;
-            section
-                .entries
-                .push((key.trim().to_owned(), value.trim().to_owned()));
+            let (Some(section), Some(index)) = (ini.sections.last_mut(), keys.last_mut()) else {
+                return Err(err("entry before the first [section]"));
+            };
+            let (key, value) = (key.trim().to_owned(), value.trim().to_owned());
+            match index.get(&key.to_ascii_lowercase()) {
+                Some(&at) => {
+                    ini.repeats.push((n + 1, section.name.clone(), key));
+                    section.entries[at].1 = value;
+                }
+                None => {
+                    index.insert(key.to_ascii_lowercase(), section.entries.len());
+                    section.entries.push((key, value));
+                }
+            }
         }
         Ok(ini)
     }
@@ -122,6 +139,31 @@ mod tests {
         assert_eq!(ini.sections.len(), 2);
         assert_eq!(ini.section("A").and_then(|s| s.get("x")), Some("1"));
         assert_eq!(ini.section("b").and_then(|s| s.get("Y")), Some("2"));
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_its_place_and_takes_the_last_value() {
+        let ini = Ini::parse("[l]\na=1\nb=2\nA=3\n").expect("parses");
+        let l = ini.section("l").expect("section");
+        assert_eq!(
+            l.entries,
+            vec![
+                ("a".to_owned(), "3".to_owned()),
+                ("b".to_owned(), "2".to_owned())
+            ]
+        );
+        assert_eq!(ini.repeats, vec![(4, "l".to_owned(), "A".to_owned())]);
+    }
+
+    #[test]
+    fn carriage_returns_alone_end_lines() {
+        for text in ["[a]\rx=1\r\r[b]\ry=2\r", "[a]\r\nx=1\r\n\r\n[b]\r\ny=2"] {
+            let ini = Ini::parse(text).expect("parses");
+            assert_eq!(ini.section("a").and_then(|s| s.get("x")), Some("1"));
+            assert_eq!(ini.section("b").and_then(|s| s.get("y")), Some("2"));
+            assert_eq!(ini.section("b").map(|s| s.line), Some(4));
+        }
+        assert_eq!(Ini::parse("[a]\rnonsense").map_err(|e| e.line), Err(2));
     }
 
     #[test]

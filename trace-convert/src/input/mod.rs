@@ -2,7 +2,9 @@
 //! by command-line flags.
 
 pub mod flags;
+pub mod folder;
 pub mod ini;
+pub mod shown;
 pub mod snapshot;
 pub mod source;
 

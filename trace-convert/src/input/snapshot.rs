@@ -3,8 +3,12 @@
 //! sources with register values) and names `trace.ini`, which lists the
 //! trace buffers and binds sources to buffers and cores to sources.
 
+use super::folder::{is_escape, relative, Folder};
 use super::ini::{parse_u64, Ini, IniError, Section};
-use std::path::{Component, Path, PathBuf};
+use super::shown::shown;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use trace_core::memory::Space;
 
 /// Largest `.ini` file read, so a hostile snapshot cannot make us load a
 /// huge file as text.
@@ -59,12 +63,12 @@ pub enum SnapshotError {
         value: String,
     },
     /// A `.ini` file is implausibly large.
-    #[error("{path}: {size} bytes is too large for a snapshot .ini file")]
+    #[error("{path}: more than {limit} bytes: too large for a snapshot .ini file")]
     TooLarge {
         /// The file.
         path: PathBuf,
-        /// Its size.
-        size: u64,
+        /// The largest size read.
+        limit: u64,
     },
 }
 
@@ -80,8 +84,11 @@ pub struct Register {
 /// A memory dump of a core device.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dump {
-    /// The dump file, inside the snapshot directory.
+    /// The dump file, inside the snapshot directory (for messages).
     pub path: PathBuf,
+    /// The dump file's name relative to the snapshot directory, as it is
+    /// opened.
+    pub file: PathBuf,
     /// Address of the file's first byte (after `offset`).
     pub address: u64,
     /// Bytes to use, when given; otherwise the rest of the file.
@@ -90,6 +97,8 @@ pub struct Dump {
     pub offset: u64,
     /// Memory space, as written (`S`, `N`, ...), when given.
     pub space: Option<String>,
+    /// The `[dump...]` section's name, for messages.
+    pub section: String,
 }
 
 /// One device file.
@@ -134,8 +143,11 @@ pub enum BufferFormat {
 pub struct Buffer {
     /// `name`, referred to by `[source_buffers]`.
     pub name: String,
-    /// The capture file, inside the snapshot directory.
+    /// The capture file, inside the snapshot directory (for messages).
     pub path: PathBuf,
+    /// The capture file's name relative to the snapshot directory, as it
+    /// is opened.
+    pub file: PathBuf,
     /// Its layout.
     pub format: BufferFormat,
 }
@@ -145,6 +157,9 @@ pub struct Buffer {
 pub struct Snapshot {
     /// The directory.
     pub dir: PathBuf,
+    /// The directory, open: every file of the snapshot is opened through
+    /// it, so none can lead outside.
+    pub folder: Folder,
     /// Devices in `[device_list]` order.
     pub devices: Vec<Device>,
     /// Trace buffers in `buffers=` order.
@@ -155,6 +170,9 @@ pub struct Snapshot {
     pub core_sources: Vec<(String, String)>,
     /// `[timestamp] frequency`, when given.
     pub timestamp_hz: Option<u64>,
+    /// What was repeated, overlaps or is left unused, and the rule applied
+    /// (printable: control characters escaped).
+    pub notes: Vec<String>,
 }
 
 impl Snapshot {
@@ -166,28 +184,67 @@ impl Snapshot {
     /// file, malformed INI, a missing required entry, a value that is not a
     /// number where one is needed, or a file name leading outside `dir`.
     pub fn read(dir: &Path) -> Result<Snapshot, SnapshotError> {
+        let folder = Folder::open(dir).map_err(|source| SnapshotError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let mut notes = Vec::new();
         let top = dir.join("snapshot.ini");
-        let ini = read_ini(&top)?;
-        let mut devices = Vec::new();
+        let ini = read_ini(&folder, Path::new("snapshot.ini"), &mut notes)?;
+        let mut devices: Vec<Device> = Vec::new();
+        let mut files = Files::default();
         if let Some(list) = ini.section("device_list") {
+            let mut listed: HashSet<PathBuf> = HashSet::new();
+            let mut repeated: BTreeMap<PathBuf, usize> = BTreeMap::new();
             for (_, file) in &list.entries {
-                let path = inside(dir, &top, file)?;
-                devices.push(read_device(dir, &path)?);
+                let rel = inside(dir, &top, file)?;
+                if !listed.insert(rel.clone()) {
+                    *repeated.entry(rel).or_default() += 1;
+                    continue;
+                }
+                let device = read_device(&folder, &rel, &mut files, &mut notes)?;
+                match devices.iter_mut().find(|d| d.name == device.name) {
+                    Some(earlier) => {
+                        notes.push(format!(
+                            "{} and {} both name a device {}: the one listed later ({}) is used",
+                            shown_path(&earlier.file),
+                            shown_path(&device.file),
+                            shown(&device.name),
+                            shown_path(&device.file),
+                        ));
+                        *earlier = device;
+                    }
+                    None => devices.push(device),
+                }
             }
+            for (rel, n) in repeated {
+                notes.push(format!(
+                    "{}: {} is listed {} times in [device_list]: it is read once",
+                    top.display(),
+                    shown_path(&rel),
+                    n + 1
+                ));
+            }
+        }
+        for d in &devices {
+            note_dumps(d, &files, &mut notes);
         }
         let mut snap = Snapshot {
             dir: dir.to_path_buf(),
+            folder,
             devices,
             buffers: Vec::new(),
             source_buffers: Vec::new(),
             core_sources: Vec::new(),
             timestamp_hz: None,
+            notes,
         };
         let Some(meta) = ini.section("trace").and_then(|s| s.get("metadata")) else {
             return Ok(snap);
         };
-        let trace_path = inside(dir, &top, meta)?;
-        let trace = read_ini(&trace_path)?;
+        let trace_rel = inside(dir, &top, meta)?;
+        let trace_path = dir.join(&trace_rel);
+        let trace = read_ini(&snap.folder, &trace_rel, &mut snap.notes)?;
         let names = trace
             .section("trace_buffers")
             .and_then(|s| s.get("buffers"))
@@ -195,19 +252,61 @@ impl Snapshot {
                 path: trace_path.clone(),
                 what: "[trace_buffers] buffers".into(),
             })?;
+        let mut repeated: BTreeMap<&str, usize> = BTreeMap::new();
         for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            if snap.buffers.iter().any(|b| b.name == name) {
+                *repeated.entry(name).or_default() += 1;
+                continue;
+            }
             let sec = trace.section(name).ok_or_else(|| SnapshotError::Missing {
                 path: trace_path.clone(),
-                what: format!("[{name}] section for buffer {name}"),
+                what: format!("[{0}] section for buffer {0}", shown(name)),
             })?;
             snap.buffers.push(read_buffer(dir, &trace_path, sec)?);
         }
+        for (name, n) in repeated {
+            snap.notes.push(format!(
+                "{}: buffer {} is listed {} times in [trace_buffers] buffers: it is decoded once",
+                trace_path.display(),
+                shown(name),
+                n + 1
+            ));
+        }
+        match trace.section("source_buffers") {
+            None if !snap.buffers.is_empty() => snap.notes.push(format!(
+                "{}: no [source_buffers] section: no trace source is bound to a buffer, so nothing is decoded",
+                trace_path.display()
+            )),
+            _ => {}
+        }
         snap.source_buffers = pairs(&trace, "source_buffers");
+        for (source, buffer) in &snap.source_buffers {
+            if snap.buffer(buffer).is_none() {
+                snap.notes.push(format!(
+                    "{}: [source_buffers] binds {} to {}, which is not a listed buffer: it is not decoded",
+                    trace_path.display(),
+                    shown(source),
+                    shown(buffer)
+                ));
+            }
+        }
         snap.core_sources = pairs(&trace, "core_trace_sources");
         if let Some(f) = trace.section("timestamp").and_then(|s| s.get("frequency")) {
             snap.timestamp_hz = Some(number(&trace_path, "frequency", f)?);
         }
         Ok(snap)
+    }
+
+    /// Open the snapshot file `name` (relative to the folder, as in
+    /// [`Dump::file`] and [`Buffer::file`]): only a regular file inside the
+    /// folder is opened, whatever links lie on the way.
+    ///
+    /// # Errors
+    ///
+    /// The error of opening it, or of what was opened not being a regular
+    /// file inside the folder.
+    pub fn open(&self, name: &Path) -> std::io::Result<std::fs::File> {
+        self.folder.open_file(name)
     }
 
     /// The device called `name`.
@@ -238,45 +337,62 @@ fn pairs(ini: &Ini, section: &str) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
-fn read_ini(path: &Path) -> Result<Ini, SnapshotError> {
-    let io = |source| SnapshotError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let size = std::fs::metadata(path).map_err(io)?.len();
-    if size > MAX_INI_BYTES {
-        return Err(SnapshotError::TooLarge {
-            path: path.to_path_buf(),
-            size,
-        });
-    }
-    let bytes = std::fs::read(path).map_err(io)?;
-    let text = String::from_utf8_lossy(&bytes);
-    Ini::parse(&text).map_err(|source| SnapshotError::Ini {
-        path: path.to_path_buf(),
-        source,
-    })
+/// `path` made printable: control characters escaped.
+fn shown_path(path: &Path) -> String {
+    shown(&path.display().to_string())
 }
 
-/// Resolve `name`, written in `file`, to a path inside `dir`.
-fn inside(dir: &Path, file: &Path, name: &str) -> Result<PathBuf, SnapshotError> {
-    let escapes = || SnapshotError::OutsideSnapshot {
-        path: file.to_path_buf(),
-        value: name.to_owned(),
-    };
-    let rel = Path::new(name);
-    if name.is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
-        return Err(escapes());
-    }
-    let path = dir.join(rel);
-    // A symbolic link may still lead elsewhere: compare real paths when the
-    // file exists (a missing file is reported when it is opened).
-    if let (Ok(real), Ok(base)) = (path.canonicalize(), dir.canonicalize()) {
-        if !real.starts_with(base) {
-            return Err(escapes());
+/// Read and parse the `.ini` file `rel` of the folder, noting repeated
+/// keys.
+fn read_ini(folder: &Folder, rel: &Path, notes: &mut Vec<String>) -> Result<Ini, SnapshotError> {
+    let path = folder.path().join(rel);
+    let bytes = match folder.read_capped(rel, MAX_INI_BYTES) {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => {
+            return Err(SnapshotError::TooLarge {
+                path,
+                limit: MAX_INI_BYTES,
+            })
         }
+        Err(e) if is_escape(&e) => {
+            return Err(SnapshotError::OutsideSnapshot {
+                path: folder.path().to_path_buf(),
+                value: shown_path(rel),
+            })
+        }
+        Err(source) => return Err(SnapshotError::Io { path, source }),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let ini = Ini::parse(&text).map_err(|source| SnapshotError::Ini {
+        path: path.clone(),
+        source,
+    })?;
+    let mut counts: BTreeMap<(&str, &str), (usize, usize)> = BTreeMap::new();
+    for (line, section, key) in &ini.repeats {
+        let c = counts.entry((section, key)).or_default();
+        c.0 += 1;
+        c.1 = *line;
     }
-    Ok(path)
+    for ((section, key), (n, line)) in counts {
+        notes.push(format!(
+            "{}: [{}] {} is given {} times: the last value (line {line}) is used",
+            path.display(),
+            shown(section),
+            shown(key),
+            n + 1
+        ));
+    }
+    Ok(ini)
+}
+
+/// Resolve `name`, written in `file`, to a name relative to `dir` that
+/// stays inside it (`.` and `..` parts applied). Links are checked when
+/// the file is opened, through the open folder.
+fn inside(_dir: &Path, file: &Path, name: &str) -> Result<PathBuf, SnapshotError> {
+    relative(name).ok_or_else(|| SnapshotError::OutsideSnapshot {
+        path: file.to_path_buf(),
+        value: shown(name),
+    })
 }
 
 fn number(path: &Path, key: &str, value: &str) -> Result<u64, SnapshotError> {
@@ -288,8 +404,53 @@ fn number(path: &Path, key: &str, value: &str) -> Result<u64, SnapshotError> {
     })
 }
 
-fn read_device(dir: &Path, path: &Path) -> Result<Device, SnapshotError> {
-    let ini = read_ini(path)?;
+/// Sizes of the dump files, opened once each while the snapshot is read.
+#[derive(Default)]
+struct Files {
+    sizes: HashMap<PathBuf, Option<u64>>,
+}
+
+impl Files {
+    /// The size of dump file `rel`, `None` when it does not exist (an
+    /// error when it is loaded).
+    fn size(
+        &mut self,
+        folder: &Folder,
+        path: &Path,
+        rel: &Path,
+    ) -> Result<Option<u64>, SnapshotError> {
+        if let Some(&size) = self.sizes.get(rel) {
+            return Ok(size);
+        }
+        let size = match folder.open_file(rel).and_then(|f| f.metadata()) {
+            Ok(m) => Some(m.len()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) if is_escape(&e) => {
+                return Err(SnapshotError::OutsideSnapshot {
+                    path: path.to_path_buf(),
+                    value: shown_path(rel),
+                })
+            }
+            Err(source) => {
+                return Err(SnapshotError::Io {
+                    path: folder.path().join(rel),
+                    source,
+                })
+            }
+        };
+        self.sizes.insert(rel.to_path_buf(), size);
+        Ok(size)
+    }
+}
+
+fn read_device(
+    folder: &Folder,
+    rel: &Path,
+    files: &mut Files,
+    notes: &mut Vec<String>,
+) -> Result<Device, SnapshotError> {
+    let ini = read_ini(folder, rel, notes)?;
+    let path = &folder.path().join(rel);
     let missing = |what: &str| SnapshotError::Missing {
         path: path.to_path_buf(),
         what: what.to_owned(),
@@ -308,16 +469,104 @@ fn read_device(dir: &Path, path: &Path) -> Result<Device, SnapshotError> {
         if sec.name.eq_ignore_ascii_case("regs") {
             for (key, value) in &sec.entries {
                 let name = key.split('(').next().unwrap_or(key).trim();
-                device.regs.push(Register {
-                    name: name.to_owned(),
-                    value: number(path, key, value)?,
-                });
+                let value = number(path, key, value)?;
+                // One register written twice (`ETMCR` and `ETMCR(id:0x0)`,
+                // or in two [regs] sections): the last value counts.
+                match device
+                    .regs
+                    .iter_mut()
+                    .find(|r| r.name.eq_ignore_ascii_case(name))
+                {
+                    Some(r) => {
+                        notes.push(format!(
+                            "{}: register {} is given more than once: the last value ({value:#x}) is used",
+                            path.display(),
+                            shown(name)
+                        ));
+                        r.value = value;
+                    }
+                    None => device.regs.push(Register {
+                        name: name.to_owned(),
+                        value,
+                    }),
+                }
             }
         } else if sec.name.to_ascii_lowercase().starts_with("dump") {
-            device.dumps.push(read_dump(dir, path, sec)?);
+            let dump = read_dump(folder.path(), path, sec)?;
+            if let Some(size) = files.size(folder, path, &dump.file)? {
+                note_dump_length(path, sec, &dump, size, notes);
+            }
+            device.dumps.push(dump);
         }
     }
     Ok(device)
+}
+
+/// Note a dump whose length passes the end of its file (the file's bytes
+/// are used).
+fn note_dump_length(path: &Path, sec: &Section, dump: &Dump, size: u64, notes: &mut Vec<String>) {
+    let Some(length) = dump.length else { return };
+    let room = size.saturating_sub(dump.offset);
+    if length > room && dump.offset <= size {
+        notes.push(format!(
+            "{}: [{}] length {length:#x} goes past the end of {} ({size} bytes, from offset {}): its {room} bytes are used",
+            path.display(),
+            shown(&sec.name),
+            shown_path(&dump.file),
+            dump.offset
+        ));
+    }
+}
+
+/// Note dumps of `device` that overlap (where they do, the one listed
+/// later is used).
+fn note_dumps(device: &Device, files: &Files, notes: &mut Vec<String>) {
+    // (start, end, index) of every dump whose extent is known.
+    let mut spans: Vec<(u64, u64, usize)> = device
+        .dumps
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| {
+            let size = (*files.sizes.get(&d.file)?)?;
+            let len = d
+                .length
+                .unwrap_or(u64::MAX)
+                .min(size.checked_sub(d.offset)?);
+            (len > 0).then(|| (d.address, d.address + len, i))
+        })
+        .collect();
+    spans.sort_unstable();
+    let space = |i: usize| {
+        device.dumps[i]
+            .space
+            .as_deref()
+            .and_then(Space::from_snapshot)
+            .unwrap_or(Space::Any)
+    };
+    let mut overlaps = 0usize;
+    let mut first = None;
+    // The dump reaching furthest so far, per sweep: any later start below
+    // its end overlaps it (or one before it).
+    let mut reach: Option<(u64, usize)> = None;
+    for &(start, end, i) in &spans {
+        if let Some((far, j)) = reach {
+            if start < far && space(i).serves(space(j)) {
+                overlaps += 1;
+                first.get_or_insert((j.min(i), j.max(i), start));
+            }
+        }
+        if reach.is_none_or(|(far, _)| end > far) {
+            reach = Some((end, i));
+        }
+    }
+    if let Some((a, b, at)) = first {
+        notes.push(format!(
+            "{}: {overlaps} overlap(s) between dump sections, first [{}] and [{}] at {at:#x}: where dumps overlap, the one listed later is used",
+            device.file.display(),
+            shown(&device.dumps[a].section),
+            shown(&device.dumps[b].section),
+        ));
+    }
 }
 
 fn read_dump(dir: &Path, path: &Path, sec: &Section) -> Result<Dump, SnapshotError> {
@@ -339,8 +588,11 @@ fn read_dump(dir: &Path, path: &Path, sec: &Section) -> Result<Dump, SnapshotErr
             reason: "beyond the 32-bit address space".into(),
         });
     }
+    let rel = inside(path, path, file)?;
     Ok(Dump {
-        path: inside(dir, path, file)?,
+        path: dir.join(&rel),
+        file: rel,
+        section: sec.name.clone(),
         address,
         length: opt("length")?,
         offset: opt("offset")?.unwrap_or(0),
@@ -367,9 +619,11 @@ fn read_buffer(dir: &Path, path: &Path, sec: &Section) -> Result<Buffer, Snapsho
             })
         }
     };
+    let rel = inside(dir, path, file)?;
     Ok(Buffer {
         name: name.to_owned(),
-        path: inside(dir, path, file)?,
+        path: dir.join(&rel),
+        file: rel,
         format,
     })
 }

@@ -1,6 +1,8 @@
 //! Trace sources and captures: which bytes hold which source's trace, and
 //! the register values that configure each source's packet parser.
 
+use super::folder::Folder;
+use super::shown::shown;
 use super::snapshot::{BufferFormat, Snapshot};
 use std::fmt;
 use std::path::PathBuf;
@@ -85,11 +87,40 @@ pub struct CaptureSpec {
     /// For captures described by flags: the protocol and registers used for
     /// any trace ID found that is not in `sources`.
     pub any_id: Option<(Protocol, SourceRegs)>,
-    /// Sources the snapshot names that are not decoded, with the reason.
+    /// Sources the snapshot names that are not decoded, with the reason
+    /// (both printable: control characters escaped).
     pub skipped: Vec<(String, String)>,
+    /// For a snapshot's buffer: the open snapshot folder and the file's
+    /// name in it, through which the file is opened (while `path` still
+    /// names that file).
+    pub within: Option<(Folder, PathBuf)>,
 }
 
 impl CaptureSpec {
+    /// Open the capture file: through the snapshot folder for a snapshot's
+    /// buffer (so it cannot lead outside), and in every case only when
+    /// what was opened is a regular file (a FIFO or a device is refused,
+    /// without blocking).
+    ///
+    /// # Errors
+    ///
+    /// The error of opening it, or of it not being a regular file.
+    pub fn open(&self) -> std::io::Result<std::fs::File> {
+        match &self.within {
+            Some((folder, name)) if folder.path().join(name) == self.path => folder.open_file(name),
+            _ => trace_core::memory::open_regular(&self.path),
+        }
+    }
+
+    /// The size of the capture file, 0 when it cannot be opened (the
+    /// error comes when it is read).
+    #[must_use]
+    pub fn size(&self) -> u64 {
+        self.open()
+            .and_then(|f| f.metadata())
+            .map_or(0, |m| m.len())
+    }
+
     /// The configured source for trace ID `id`, if any.
     #[must_use]
     pub fn source(&self, id: u8) -> Option<SourceSpec> {
@@ -107,50 +138,60 @@ impl CaptureSpec {
 
     /// The captures of a snapshot: one per trace buffer, each with the
     /// sources bound to it.
+    ///
+    /// A source is skipped, with the reason in [`CaptureSpec::skipped`],
+    /// when it has no device file, is of a kind not decoded, lacks ETMCR
+    /// or ETMTRACEIDR or has one out of range, has a reserved trace ID in
+    /// a formatted buffer (0x00, 0x70 to 0x7F), or has the trace ID of a
+    /// source already bound to the same buffer (their bytes cannot be told
+    /// apart: the first one listed is decoded).
     #[must_use]
     pub fn from_snapshot(snap: &Snapshot) -> Vec<CaptureSpec> {
         snap.buffers
             .iter()
             .map(|buffer| {
-                let mut sources = Vec::new();
+                let mut sources: Vec<SourceSpec> = Vec::new();
                 let mut skipped = Vec::new();
+                let formatted = buffer.format == BufferFormat::CoreSight;
                 for (source, _) in snap
                     .source_buffers
                     .iter()
                     .filter(|(_, b)| *b == buffer.name)
                 {
-                    let Some(dev) = snap.device(source) else {
-                        skipped.push((source.clone(), "no device file".to_owned()));
-                        continue;
-                    };
-                    let Some(protocol) = Protocol::from_device_type(&dev.kind) else {
-                        skipped
-                            .push((source.clone(), format!("{} trace is not decoded", dev.kind)));
-                        continue;
-                    };
-                    let reg = |n: &str| dev.reg(n).and_then(|v| u32::try_from(v).ok());
-                    let (Some(etmcr), Some(id)) = (reg("ETMCR"), reg("ETMTRACEIDR")) else {
-                        skipped.push((source.clone(), "ETMCR or ETMTRACEIDR missing".to_owned()));
-                        continue;
-                    };
-                    sources.push(SourceSpec {
-                        name: dev.name.clone(),
-                        id: (id & 0x7F) as u8,
-                        protocol,
-                        regs: SourceRegs {
-                            etmcr,
-                            etmccer: reg("ETMCCER").unwrap_or(0),
-                            etmidr: reg("ETMIDR").unwrap_or(0),
+                    match source_of(snap, source, formatted) {
+                        Ok(spec) => match sources.iter().find(|s| s.id == spec.id) {
+                            Some(first) => skipped.push((
+                                shown(source),
+                                format!(
+                                    "trace ID {:#04x} is already {}'s in buffer {}: their trace cannot be told apart (the first one listed is decoded)",
+                                    spec.id,
+                                    shown(&first.name),
+                                    shown(&buffer.name)
+                                ),
+                            )),
+                            None => sources.push(spec),
                         },
-                        core: snap.core_of(source).map(|c| c.name.clone()),
-                    });
+                        Err(why) => skipped.push((shown(source), why)),
+                    }
+                }
+                if !formatted && sources.len() > 1 {
+                    for extra in sources.drain(1..) {
+                        skipped.push((
+                            shown(&extra.name),
+                            format!(
+                                "buffer {} holds one source's data (format=source_data): only the first one bound to it is decoded",
+                                shown(&buffer.name)
+                            ),
+                        ));
+                    }
                 }
                 sources.sort_by_key(|s| s.id);
-                let layout = match buffer.format {
-                    BufferFormat::CoreSight => FrameMode::Memory,
-                    BufferFormat::SourceData => FrameMode::Raw {
+                let layout = if formatted {
+                    FrameMode::Memory
+                } else {
+                    FrameMode::Raw {
                         id: sources.first().map_or(0, |s| s.id),
-                    },
+                    }
                 };
                 CaptureSpec {
                     path: buffer.path.clone(),
@@ -158,10 +199,55 @@ impl CaptureSpec {
                     sources,
                     any_id: None,
                     skipped,
+                    within: Some((snap.folder.clone(), buffer.file.clone())),
                 }
             })
             .collect()
     }
+}
+
+/// The source `source` of `snap`, bound to a buffer (`formatted`: in
+/// CoreSight frames, where the trace ID tells sources apart), or why it
+/// cannot be decoded.
+fn source_of(snap: &Snapshot, source: &str, formatted: bool) -> Result<SourceSpec, String> {
+    let dev = snap.device(source).ok_or("no device file lists it")?;
+    let protocol = Protocol::from_device_type(&dev.kind).ok_or_else(|| {
+        format!(
+            "{} trace is not decoded (only ETMv3 and PTM/PFT)",
+            if dev.kind.is_empty() {
+                "a device without a type".to_owned()
+            } else {
+                shown(&dev.kind)
+            }
+        )
+    })?;
+    let reg = |n: &str| -> Result<Option<u32>, String> {
+        dev.reg(n)
+            .map(|v| u32::try_from(v).map_err(|_| format!("{n}={v:#x} is out of range (32 bits)")))
+            .transpose()
+    };
+    let etmcr = reg("ETMCR")?.ok_or("ETMCR missing")?;
+    let id = reg("ETMTRACEIDR")?.ok_or("ETMTRACEIDR missing")?;
+    let id = u8::try_from(id)
+        .ok()
+        .filter(|&i| i < 0x80)
+        .ok_or_else(|| format!("ETMTRACEIDR={id:#x} is out of range (trace IDs are 7 bits)"))?;
+    if formatted && (id == 0 || id >= 0x70) {
+        return Err(format!(
+            "trace ID {id:#04x} is reserved in CoreSight frames (sources use 0x01 to 0x6F)"
+        ));
+    }
+    Ok(SourceSpec {
+        name: dev.name.clone(),
+        id,
+        protocol,
+        regs: SourceRegs {
+            etmcr,
+            etmccer: reg("ETMCCER")?.unwrap_or(0),
+            etmidr: reg("ETMIDR")?.unwrap_or(0),
+        },
+        core: snap.core_of(source).map(|c| c.name.clone()),
+    })
 }
 
 #[cfg(test)]

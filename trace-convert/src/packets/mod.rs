@@ -95,7 +95,7 @@ pub fn stream_capture(
         path: spec.path.clone(),
         source,
     };
-    let mut file = std::fs::File::open(&spec.path).map_err(io_err)?;
+    let mut file = spec.open().map_err(io_err)?;
     let mut buf = vec![0u8; CHUNK];
     let mut items = Vec::new();
     let mut bytes = 0u64;

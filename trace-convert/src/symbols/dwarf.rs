@@ -1,7 +1,7 @@
-//! DWARF line tables and inlined subroutines of one ELF file, read
-//! permissively (missing or damaged sections give no answers, never an
-//! error) and cached per address (lines, frames) or per compilation unit
-//! (inline scopes).
+//! DWARF line tables and inlined subroutines of one ELF file, cached per
+//! address (lines, frames) or per compilation unit (inline scopes). A
+//! section that cannot be read is named ([`DwarfInfo::load`],
+//! [`DwarfInfo::check`]); lookups in damaged DWARF give no answer.
 
 use super::inline::{self, InlineNames, UnitCache, UnitScope};
 use object::{Object, ObjectSection};
@@ -37,6 +37,8 @@ const CACHE_LIMIT: usize = 1 << 20;
 /// The DWARF of one file.
 pub(crate) struct DwarfInfo {
     ctx: addr2line::Context<Reader>,
+    /// The same sections, for [`DwarfInfo::check`].
+    dwarf: gimli::Dwarf<Reader>,
     lines: RefCell<HashMap<u32, Option<SourceLine>>>,
     files: RefCell<HashMap<String, Arc<str>>>,
     /// Some abbreviation declares an inlined subroutine.
@@ -45,35 +47,94 @@ pub(crate) struct DwarfInfo {
 }
 
 impl DwarfInfo {
-    /// Load the DWARF sections of `file`; `None` when it has no usable
-    /// line information.
-    pub(crate) fn load(file: &object::File<'_>) -> Option<DwarfInfo> {
-        file.section_by_name(".debug_info")?;
+    /// Load the DWARF sections of `file`; `Ok(None)` when it has none,
+    /// `Err` naming the section when one cannot be read.
+    pub(crate) fn load(file: &object::File<'_>) -> Result<Option<DwarfInfo>, String> {
+        if file.section_by_name(".debug_info").is_none() {
+            return Ok(None);
+        }
         let endian = if file.is_little_endian() {
             gimli::RunTimeEndian::Little
         } else {
             gimli::RunTimeEndian::Big
         };
-        let load = |id: gimli::SectionId| -> Result<Reader, gimli::Error> {
-            let data: Arc<[u8]> = file
-                .section_by_name(id.name())
-                .and_then(|s| s.uncompressed_data().ok())
-                .map_or_else(|| Arc::from(&[][..]), |d| Arc::from(&*d));
+        let mut sections: HashMap<&'static str, Arc<[u8]>> = HashMap::new();
+        let mut failed = None;
+        let mut load = |id: gimli::SectionId| -> Result<Reader, gimli::Error> {
+            let data: Arc<[u8]> = match sections.get(id.name()) {
+                Some(d) => Arc::clone(d),
+                None => {
+                    let d = match file
+                        .section_by_name(id.name())
+                        .map(|s| s.uncompressed_data())
+                    {
+                        Some(Ok(d)) => Arc::from(&*d),
+                        Some(Err(e)) => {
+                            failed.get_or_insert_with(|| format!("{}: {e}", id.name()));
+                            Arc::from(&[][..])
+                        }
+                        None => Arc::from(&[][..]),
+                    };
+                    sections.insert(id.name(), Arc::clone(&d));
+                    d
+                }
+            };
             Ok(gimli::EndianArcSlice::new(data, endian))
         };
-        let dwarf = gimli::Dwarf::load(load).ok()?;
+        let dwarf = gimli::Dwarf::load(&mut load).map_err(|e| format!("DWARF: {e}"))?;
+        let again = gimli::Dwarf::load(&mut load).map_err(|e| format!("DWARF: {e}"))?;
+        if let Some(f) = failed {
+            return Err(f);
+        }
         let has_inlined = file
             .section_by_name(".debug_abbrev")
             .and_then(|s| s.uncompressed_data().ok())
             .is_some_and(|d| inline::declares_inlined(&d));
-        let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
-        Some(DwarfInfo {
+        let ctx = addr2line::Context::from_dwarf(again)
+            .map_err(|e| format!(".debug_info (the unit ranges): {e}"))?;
+        Ok(Some(DwarfInfo {
             ctx,
+            dwarf,
             lines: RefCell::new(HashMap::new()),
             files: RefCell::new(HashMap::new()),
             has_inlined,
             units: RefCell::new(HashMap::new()),
-        })
+        }))
+    }
+
+    /// Read every unit, its entries and its line program once, and say
+    /// which section first fails to read, if any.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let d = &self.dwarf;
+        let mut headers = d.units();
+        loop {
+            let header = match headers.next() {
+                Ok(Some(h)) => h,
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(format!(".debug_info: {e}")),
+            };
+            let at = header.offset().as_debug_info_offset().map_or(0, |o| o.0);
+            let abbrevs = d
+                .abbreviations(&header)
+                .map_err(|e| format!(".debug_abbrev (unit at .debug_info {at:#x}): {e}"))?;
+            let mut entries = header.entries(&abbrevs);
+            while entries
+                .next_dfs()
+                .map_err(|e| format!(".debug_info (unit at {at:#x}): {e}"))?
+                .is_some()
+            {}
+            let unit = d
+                .unit(header)
+                .map_err(|e| format!(".debug_line (unit at .debug_info {at:#x}): {e}"))?;
+            if let Some(program) = unit.line_program {
+                let mut rows = program.rows();
+                while rows
+                    .next_row()
+                    .map_err(|e| format!(".debug_line (unit at .debug_info {at:#x}): {e}"))?
+                    .is_some()
+                {}
+            }
+        }
     }
 
     /// Some abbreviation declares an inlined subroutine (without one there

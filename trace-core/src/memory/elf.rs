@@ -1,9 +1,8 @@
 //! Loading ELF executables: loadable segments and ARM mapping symbols.
 
-use super::{CodeKind, MemoryError, MemoryMap, Region, Space};
+use super::{CodeKind, Contents, MemoryError, MemoryMap, Region, Space};
 use object::{Object, ObjectSegment, ObjectSymbol};
 use std::path::Path;
-use std::sync::Arc;
 
 /// The ARM ELF mapping symbol kind of a symbol name: `$a`, `$t`, `$d`, with
 /// an optional `.suffix`.
@@ -23,20 +22,35 @@ impl MemoryMap {
     ///
     /// # Errors
     ///
-    /// [`MemoryError::Io`] when the file cannot be read,
-    /// [`MemoryError::BadElf`] when it is not a 32-bit ARM ELF file or its
-    /// segments are malformed.
+    /// [`MemoryError::Io`] when the file cannot be opened or is not a
+    /// regular file, [`MemoryError::BadElf`] when it is not a 32-bit ARM
+    /// ELF file or its segments are malformed.
     pub fn add_elf(&mut self, path: &Path, space: Space) -> Result<(), MemoryError> {
-        let bytes = std::fs::read(path).map_err(|source| MemoryError::Io {
+        let contents = Contents::map_path(path).map_err(|source| MemoryError::Io {
             path: path.to_path_buf(),
             source,
         })?;
+        self.add_elf_contents(path, &contents, space)
+    }
+
+    /// Add the loadable segments and mapping symbols of the ELF file
+    /// whose bytes are `contents` (`path` names it in messages).
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::BadElf`] as for [`MemoryMap::add_elf`].
+    pub fn add_elf_contents(
+        &mut self,
+        path: &Path,
+        contents: &Contents,
+        space: Space,
+    ) -> Result<(), MemoryError> {
+        let bytes = contents.bytes();
         let bad = |reason: String| MemoryError::BadElf {
             path: path.to_path_buf(),
             reason,
         };
-        let file =
-            object::File::parse(&*bytes).map_err(|e| bad(format!("not an ELF file: {e}")))?;
+        let file = object::File::parse(bytes).map_err(|e| bad(format!("not an ELF file: {e}")))?;
         if file.format() != object::BinaryFormat::Elf
             || file.architecture() != object::Architecture::Arm
         {
@@ -46,7 +60,6 @@ impl MemoryMap {
                 file.architecture()
             )));
         }
-        let data: Arc<[u8]> = bytes.as_slice().into();
         let name = path.display().to_string();
         let mut loaded = 0;
         for seg in file.segments() {
@@ -63,11 +76,11 @@ impl MemoryMap {
             let start =
                 usize::try_from(offset).map_err(|_| bad("segment offset too large".into()))?;
             let len = usize::try_from(size).map_err(|_| bad("segment size too large".into()))?;
-            self.add(Region::new(
+            self.add(Region::of_contents(
                 format!("{name}@{base:#x}"),
                 base,
                 space,
-                data.clone(),
+                contents.clone(),
                 start,
                 len,
             )?);

@@ -1,8 +1,9 @@
 //! A set of memory regions with fast address lookup.
 
-use super::{CodeKind, MemoryError, MemoryImage, Space};
+use super::{CodeKind, Contents, MemoryError, MemoryImage, Space};
+use std::collections::BinaryHeap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// A contiguous block of memory contents at an address.
 #[derive(Debug, Clone)]
@@ -13,7 +14,7 @@ pub struct Region {
     pub space: Space,
     /// Where the contents came from (file name, section), for messages.
     pub name: String,
-    data: Arc<[u8]>,
+    data: Contents,
     start: usize,
     len: usize,
 }
@@ -30,6 +31,23 @@ impl Region {
         base: u32,
         space: Space,
         data: Arc<[u8]>,
+        start: usize,
+        len: usize,
+    ) -> Result<Region, MemoryError> {
+        Region::of_contents(name, base, space, data.into(), start, len)
+    }
+
+    /// A region holding bytes `start..start + len` of `data` (a mapped
+    /// file, or a buffer) at `base`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Region::new`].
+    pub fn of_contents(
+        name: impl Into<String>,
+        base: u32,
+        space: Space,
+        data: Contents,
         start: usize,
         len: usize,
     ) -> Result<Region, MemoryError> {
@@ -62,7 +80,7 @@ impl Region {
     /// The region's bytes.
     #[must_use]
     pub fn bytes(&self) -> &[u8] {
-        &self.data[self.start..self.start + self.len]
+        &self.data.bytes()[self.start..self.start + self.len]
     }
 
     /// Number of bytes.
@@ -88,14 +106,15 @@ impl Region {
 /// regions overlap.
 ///
 /// Lookups are a binary search in a table of non-overlapping address
-/// ranges per access space, rebuilt when a region is added.
+/// ranges per access space, built (in O(n log n)) at the first lookup
+/// after regions were added.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryMap {
     /// Regions in the order they were added.
     regions: Vec<Region>,
     /// Per access space (`Any`, `Secure`, `NonSecure`): disjoint ranges
     /// `(start, end, region index)` sorted by start.
-    lookup: [Vec<(u64, u64, usize)>; 3],
+    lookup: OnceLock<[Table; 3]>,
     /// Mapping symbols: (address, kind), sorted by address.
     code_kinds: Vec<(u32, CodeKind)>,
 }
@@ -108,10 +127,14 @@ fn space_slot(space: Space) -> usize {
     }
 }
 
+/// Disjoint ranges `(start, end, region index)`, sorted by start.
+type Table = Vec<(u64, u64, usize)>;
+
 /// Disjoint ranges covered by the regions serving `access`, each owned by
-/// the latest-added region that covers it.
-fn flatten(regions: &[Region], access: Space) -> Vec<(u64, u64, usize)> {
-    let serving: Vec<usize> = (0..regions.len())
+/// the latest-added region that covers it: a sweep over the region
+/// boundaries keeping the regions open at each in a heap by index.
+fn flatten(regions: &[Region], access: Space) -> Table {
+    let mut serving: Vec<usize> = (0..regions.len())
         .filter(|&i| regions[i].space.serves(access) && !regions[i].is_empty())
         .collect();
     let mut cuts: Vec<u64> = serving
@@ -120,14 +143,23 @@ fn flatten(regions: &[Region], access: Space) -> Vec<(u64, u64, usize)> {
         .collect();
     cuts.sort_unstable();
     cuts.dedup();
-    let mut out: Vec<(u64, u64, usize)> = Vec::new();
+    serving.sort_by_key(|&i| regions[i].base);
+    let mut next = serving.iter().peekable();
+    let mut open: BinaryHeap<usize> = BinaryHeap::new();
+    let mut out: Table = Vec::new();
     for w in cuts.windows(2) {
         let (lo, hi) = (w[0], w[1]);
-        let owner = serving
-            .iter()
-            .rev()
-            .find(|&&i| u64::from(regions[i].base) <= lo && regions[i].end() >= hi);
-        if let Some(&i) = owner {
+        while let Some(&&i) = next.peek().filter(|&&&i| u64::from(regions[i].base) <= lo) {
+            open.push(i);
+            next.next();
+        }
+        // Regions that ended at or before `lo` never open again.
+        while open.peek().is_some_and(|&i| regions[i].end() <= lo) {
+            open.pop();
+        }
+        // The latest region open at `lo` reaches `hi` at least: every end
+        // is a cut.
+        if let Some(&i) = open.peek() {
             match out.last_mut() {
                 Some(last) if last.2 == i && last.1 == lo => last.1 = hi,
                 _ => out.push((lo, hi, i)),
@@ -147,20 +179,25 @@ impl MemoryMap {
     /// Add a region; where it overlaps earlier ones, it wins.
     pub fn add(&mut self, region: Region) {
         self.regions.push(region);
-        for space in [Space::Any, Space::Secure, Space::NonSecure] {
-            self.lookup[space_slot(space)] = flatten(&self.regions, space);
-        }
+        self.lookup = OnceLock::new();
+    }
+
+    fn tables(&self) -> &[Table; 3] {
+        self.lookup.get_or_init(|| {
+            [Space::Any, Space::Secure, Space::NonSecure].map(|space| flatten(&self.regions, space))
+        })
     }
 
     /// Add the contents of a raw binary file at `base` (`--mem f.bin@ADDR`).
     ///
-    /// `offset` and `length` select part of the file (snapshot dumps).
+    /// `offset` and `length` select part of the file (snapshot dumps); a
+    /// `length` past the end of the file is cut to the file.
     ///
     /// # Errors
     ///
-    /// [`MemoryError::Io`] when the file cannot be read,
-    /// [`MemoryError::BadRegion`] when the selection lies outside the file
-    /// or the address space.
+    /// [`MemoryError::Io`] when the file cannot be opened or is not a
+    /// regular file, [`MemoryError::BadRegion`] when the selection lies
+    /// outside the file or the address space.
     pub fn add_file(
         &mut self,
         path: &Path,
@@ -169,23 +206,39 @@ impl MemoryMap {
         offset: u64,
         length: Option<u64>,
     ) -> Result<(), MemoryError> {
-        use std::io::{Read, Seek, SeekFrom};
-        let io = |source| MemoryError::Io {
+        let contents = Contents::map_path(path).map_err(|source| MemoryError::Io {
             path: path.to_path_buf(),
             source,
-        };
+        })?;
         let name = path.display().to_string();
-        let mut file = std::fs::File::open(path).map_err(io)?;
-        let size = file.metadata().map_err(io)?.len();
+        self.add_contents(name, &contents, base, space, offset, length)
+    }
+
+    /// Add part of `contents` (a mapped file) at `base`: from `offset`,
+    /// `length` bytes or up to the end. `name` names it in messages.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::BadRegion`] when the selection lies outside the
+    /// contents or the 32-bit address space.
+    pub fn add_contents(
+        &mut self,
+        name: String,
+        contents: &Contents,
+        base: u32,
+        space: Space,
+        offset: u64,
+        length: Option<u64>,
+    ) -> Result<(), MemoryError> {
+        let size = contents.len() as u64;
         if offset > size {
             return Err(MemoryError::BadRegion {
                 name,
                 reason: format!("offset {offset} is past the end of the {size}-byte file"),
             });
         }
-        // Only the bytes the region uses are read, and never more than the
-        // 32-bit address space above `base` can hold, whatever the file's
-        // or the description's size.
+        // Never more than the 32-bit address space above `base` can hold,
+        // whatever the file's or the description's size.
         let room = (1u64 << 32) - u64::from(base);
         let wanted = length.unwrap_or(u64::MAX).min(size - offset);
         if wanted > room {
@@ -196,11 +249,14 @@ impl MemoryMap {
                 ),
             });
         }
-        file.seek(SeekFrom::Start(offset)).map_err(io)?;
-        let mut bytes = Vec::new();
-        file.take(wanted).read_to_end(&mut bytes).map_err(io)?;
-        let len = bytes.len();
-        self.add(Region::new(name, base, space, bytes.into(), 0, len)?);
+        let too_large = || MemoryError::BadRegion {
+            name: name.clone(),
+            reason: "too large for this machine's address space".into(),
+        };
+        let start = usize::try_from(offset).map_err(|_| too_large())?;
+        let len = usize::try_from(wanted).map_err(|_| too_large())?;
+        let region = Region::of_contents(name.clone(), base, space, contents.clone(), start, len)?;
+        self.add(region);
         Ok(())
     }
 
@@ -224,7 +280,7 @@ impl MemoryMap {
     /// The region that answers `addr` in `space`.
     #[must_use]
     pub fn region_at(&self, space: Space, addr: u32) -> Option<&Region> {
-        let table = &self.lookup[space_slot(space)];
+        let table = &self.tables()[space_slot(space)];
         let a = u64::from(addr);
         let at = table.partition_point(|&(start, _, _)| start <= a);
         let &(_, end, index) = table.get(at.checked_sub(1)?)?;
@@ -287,6 +343,72 @@ mod tests {
         assert_eq!(b[0], 3, "the region added last wins");
         m.read(Space::Secure, 9, &mut b);
         assert_eq!(b[0], 1);
+    }
+
+    /// The byte at `addr` by brute force: the last-added region of a
+    /// serving space that holds it.
+    fn naive(regions: &[(u32, Vec<u8>, Space)], access: Space, addr: u32) -> Option<u8> {
+        regions.iter().rev().find_map(|(base, bytes, space)| {
+            let off = addr.checked_sub(*base)? as usize;
+            (space.serves(access) && off < bytes.len()).then(|| bytes[off])
+        })
+    }
+
+    #[test]
+    fn overlapping_regions_agree_with_a_brute_force_owner() {
+        // A fixed pseudo-random layout (xorshift): 300 regions in 4 KiB.
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let spaces = [Space::Any, Space::Secure, Space::NonSecure];
+        let mut m = MemoryMap::new();
+        let mut all = Vec::new();
+        for k in 0..300u32 {
+            let base = next(4096) as u32;
+            let len = next(200) as usize;
+            let space = spaces[next(3) as usize];
+            let bytes = vec![(k % 251) as u8; len];
+            m.add(region(base, &bytes, space));
+            all.push((base, bytes, space));
+        }
+        for access in spaces {
+            for addr in 0..4400u32 {
+                let mut b = [0u8; 1];
+                let got = (m.read(access, addr, &mut b) == 1).then_some(b[0]);
+                assert_eq!(got, naive(&all, access, addr), "{access:?} {addr:#x}");
+            }
+        }
+    }
+
+    #[test]
+    fn many_regions_are_added_in_near_linear_time() {
+        // Each region rebuilt the table once took cubic time: 4,000 dump
+        // sections took 113 s. Built once, 20,000 take milliseconds; the
+        // bound leaves room for a slow debug build on a busy machine.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut m = MemoryMap::new();
+            for k in 0..20_000u32 {
+                m.add(region(k * 16, &[k as u8; 24], Space::Any));
+                if k % 1000 == 0 {
+                    let mut b = [0u8; 1];
+                    assert_eq!(m.read(Space::Any, k * 16, &mut b), 1);
+                }
+            }
+            tx.send(m).ok();
+        });
+        let m = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("20,000 regions added within 30 s");
+        let mut b = [0u8; 1];
+        assert_eq!(m.read(Space::Any, 19_999 * 16 + 20, &mut b), 1);
+        assert_eq!(b[0], (19_999u32 % 256) as u8);
+        assert_eq!(m.read(Space::Any, 19_998 * 16 + 20, &mut b), 1);
+        assert_eq!(b[0], (19_999u32 % 256) as u8, "the later region wins");
     }
 
     #[test]

@@ -7,9 +7,11 @@
 //! raw binaries ([`MemoryMap::add_file`]), snapshot memory dumps, or ELF
 //! files ([`MemoryMap::add_elf`]).
 
+mod contents;
 mod elf;
 mod map;
 
+pub use contents::{check_regular, open_regular, Contents};
 pub use map::{MemoryMap, Region};
 
 use std::path::PathBuf;
