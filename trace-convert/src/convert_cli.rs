@@ -354,7 +354,13 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
         } else {
             t.which.flag()
         };
-        if let Err(e) = plan.add(label, &t.path, t.in_folder) {
+        // An output given inside the output folder may wait for it too.
+        let make_folders = t.in_folder
+            || args
+                .out_dir
+                .as_deref()
+                .is_some_and(|d| t.path.starts_with(d));
+        if let Err(e) = plan.add(label, &t.path, make_folders) {
             return output_failure(&e);
         }
     }

@@ -480,31 +480,39 @@ impl OutputFile {
     ///
     /// The error of writing or syncing.
     pub fn complete(self) -> io::Result<()> {
-        let dest = self
-            .out
+        let OutputFile { given, out, done } = self;
+        let named = |e: io::Error| named(&given, e);
+        let dest = out
             .into_inner()
-            .map_err(io::IntoInnerError::into_error)?;
+            .map_err(|e| named(io::IntoInnerError::into_error(e)))?;
         match dest {
-            Dest::Temporary(f) => f.sync_all()?,
-            Dest::Stdout(mut s) => s.flush()?,
+            Dest::Temporary(f) => f.sync_all().map_err(named)?,
+            Dest::Stdout(mut s) => s.flush().map_err(named)?,
             Dest::Direct(_) => {}
         }
-        self.done.store(true, Ordering::Release);
+        done.store(true, Ordering::Release);
         Ok(())
     }
 }
 
+/// `e` with the output's path in its message (of the same kind).
+#[cold]
+fn named(path: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
+/// Errors name the output's path.
 impl Write for OutputFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.out.write(buf)
+        self.out.write(buf).map_err(|e| named(&self.given, e))
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        self.out.write_all(buf)
+        self.out.write_all(buf).map_err(|e| named(&self.given, e))
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
+        self.out.flush().map_err(|e| named(&self.given, e))
     }
 }
 

@@ -72,11 +72,10 @@ pub fn with_output(
     if let Err(code) = body(&mut out) {
         return code;
     }
-    let path = out.path().to_path_buf();
     match out.complete() {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
-        Err(e) => return fail(exit::OUTPUT, format!("{}: {e}", path.display())),
+        Err(e) => return fail(exit::OUTPUT, e),
     }
     match set.commit() {
         Ok(()) => ExitCode::SUCCESS,
