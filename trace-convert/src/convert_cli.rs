@@ -47,23 +47,27 @@ pub struct ConvertArgs {
     #[arg(long = "mem", value_name = "FILE@ADDRESS")]
     mem: Vec<MemArg>,
     /// Write a Chrome trace (JSON; chrome://tracing or
-    /// https://ui.perfetto.dev). Example: --chrome trace.json
+    /// https://ui.perfetto.dev); `-` for standard output. Example: --chrome
+    /// trace.json
     #[arg(long, value_name = "FILE")]
     chrome: Option<PathBuf>,
-    /// Write a Perfetto trace (open in https://ui.perfetto.dev). Example:
-    /// --perfetto trace.pftrace
+    /// Write a Perfetto trace (open in https://ui.perfetto.dev); `-` for
+    /// standard output. Example: --perfetto trace.pftrace
     #[arg(long, value_name = "FILE")]
     perfetto: Option<PathBuf>,
     /// Write LCOV line, function and branch coverage (needs --elf with
-    /// DWARF; `genhtml app.info -o html`). Example: --lcov app.info
+    /// DWARF; `genhtml app.info -o html`); `-` for standard output.
+    /// Example: --lcov app.info
     #[arg(long, value_name = "FILE")]
     lcov: Option<PathBuf>,
     /// Write folded stacks for flame graphs (`inferno-flamegraph
-    /// app.folded > app.svg`, or speedscope). Example: --folded app.folded
+    /// app.folded > app.svg`, or speedscope); `-` for standard output.
+    /// Example: --folded app.folded
     #[arg(long, value_name = "FILE")]
     folded: Option<PathBuf>,
     /// Write every format into DIR (trace.json, trace.pftrace,
-    /// coverage.info with --elf, stacks.folded). Example: --out-dir out
+    /// coverage.info with --elf, stacks.folded), made when the outputs are
+    /// complete. Example: --out-dir out
     #[arg(long, value_name = "DIR")]
     out_dir: Option<PathBuf>,
     /// Save the decoded events, to convert later with --from-events

@@ -27,6 +27,10 @@ use outputs_cli::{input_files, listing_plan, output_failure, with_output};
 ///   trace-convert --from-events ev.bin --lcov app.info --elf app.elf   (...convert later)
 ///
 /// With no arguments at all, converts the bundled example into ./out/.
+///
+/// Outputs appear together when all are complete; a failed or interrupted
+/// run leaves none of them and no temporary file. An output may not be an
+/// input or another output; `-` is standard output.
 #[derive(Debug, Parser)]
 #[command(
     version,
