@@ -110,6 +110,10 @@ pub(crate) fn resolve(given: &Path, make_folders: bool) -> Result<Kind, Problem>
     if given.as_os_str() == "-" {
         return Ok(Kind::Stdout);
     }
+    let text = given.as_os_str().as_encoded_bytes();
+    if text.is_empty() || text.ends_with(b"/") || given.file_name().is_none() {
+        return Err(Problem::NotAFile("a folder name or empty"));
+    }
     let mut p = given.to_path_buf();
     for _ in 0..40 {
         if is_descriptor_path(&p) {
@@ -260,6 +264,16 @@ mod tests {
     #[test]
     fn dash_is_standard_output() {
         assert!(matches!(resolve(Path::new("-"), false), Ok(Kind::Stdout)));
+    }
+
+    #[test]
+    fn names_that_are_no_file_names_are_refused() {
+        for bad in ["", "out/", "/no-such-folder-xyz/", "a/..", "."] {
+            assert!(
+                matches!(resolve(Path::new(bad), true), Err(Problem::NotAFile(_))),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]
