@@ -2,6 +2,7 @@
 //! bundled example, the summary.
 
 use super::{exit, fail, input_code, SourceArgs};
+use crate::outputs_cli::{input_files, output_failure};
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -17,11 +18,12 @@ use trace_convert::folded::{FoldedSink, Weight};
 use trace_convert::formats::coverage::LcovOptions;
 use trace_convert::formats::events_file::{Header, ImageInfo, SourceInfo};
 use trace_convert::input::{self, Input};
-use trace_convert::output::AtomicFile;
+use trace_convert::output::OutputPlan;
 use trace_convert::sink::events::EventsSink;
 use trace_convert::sink::lcov::LcovSink;
 use trace_convert::sink::perfetto::PerfettoSink;
 use trace_convert::symbols::Symbolizer;
+use trace_core::memory::MemoryImage;
 
 /// The bundled example, relative to the repository root: a snapshot
 /// directory (with the program's ELF beside its `snapshot.ini`).
@@ -45,23 +47,27 @@ pub struct ConvertArgs {
     #[arg(long = "mem", value_name = "FILE@ADDRESS")]
     mem: Vec<MemArg>,
     /// Write a Chrome trace (JSON; chrome://tracing or
-    /// https://ui.perfetto.dev). Example: --chrome trace.json
+    /// https://ui.perfetto.dev); `-` for standard output. Example: --chrome
+    /// trace.json
     #[arg(long, value_name = "FILE")]
     chrome: Option<PathBuf>,
-    /// Write a Perfetto trace (open in https://ui.perfetto.dev). Example:
-    /// --perfetto trace.pftrace
+    /// Write a Perfetto trace (open in https://ui.perfetto.dev); `-` for
+    /// standard output. Example: --perfetto trace.pftrace
     #[arg(long, value_name = "FILE")]
     perfetto: Option<PathBuf>,
     /// Write LCOV line, function and branch coverage (needs --elf with
-    /// DWARF; `genhtml app.info -o html`). Example: --lcov app.info
+    /// DWARF; `genhtml app.info -o html`); `-` for standard output.
+    /// Example: --lcov app.info
     #[arg(long, value_name = "FILE")]
     lcov: Option<PathBuf>,
     /// Write folded stacks for flame graphs (`inferno-flamegraph
-    /// app.folded > app.svg`, or speedscope). Example: --folded app.folded
+    /// app.folded > app.svg`, or speedscope); `-` for standard output.
+    /// Example: --folded app.folded
     #[arg(long, value_name = "FILE")]
     folded: Option<PathBuf>,
     /// Write every format into DIR (trace.json, trace.pftrace,
-    /// coverage.info with --elf, stacks.folded). Example: --out-dir out
+    /// coverage.info with --elf, stacks.folded), made when the outputs are
+    /// complete. Example: --out-dir out
     #[arg(long, value_name = "DIR")]
     out_dir: Option<PathBuf>,
     /// Save the decoded events, to convert later with --from-events
@@ -142,74 +148,112 @@ fn parse_hz(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Where each output goes.
-#[derive(Debug, Default, Clone)]
-struct Targets {
-    chrome: Option<PathBuf>,
-    perfetto: Option<PathBuf>,
-    lcov: Option<PathBuf>,
-    folded: Option<PathBuf>,
-    save_events: Option<PathBuf>,
+/// The outputs of a conversion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Which {
+    Chrome,
+    Folded,
+    Perfetto,
+    Lcov,
+    SaveEvents,
 }
 
-impl Targets {
-    fn is_empty(&self) -> bool {
-        self.chrome.is_none()
-            && self.perfetto.is_none()
-            && self.lcov.is_none()
-            && self.folded.is_none()
-            && self.save_events.is_none()
-    }
+impl Which {
+    /// The order the outputs are listed in when written.
+    const LISTED: [Which; 5] = [
+        Which::Chrome,
+        Which::Perfetto,
+        Which::Lcov,
+        Which::Folded,
+        Which::SaveEvents,
+    ];
 
-    fn all_in(dir: &Path, with_lcov: bool) -> Targets {
-        Targets {
-            chrome: Some(dir.join("trace.json")),
-            perfetto: Some(dir.join("trace.pftrace")),
-            lcov: with_lcov.then(|| dir.join("coverage.info")),
-            folded: Some(dir.join("stacks.folded")),
-            save_events: None,
+    fn flag(self) -> &'static str {
+        match self {
+            Which::Chrome => "--chrome",
+            Which::Folded => "--folded",
+            Which::Perfetto => "--perfetto",
+            Which::Lcov => "--lcov",
+            Which::SaveEvents => "--save-events",
         }
     }
 
-    fn list(&self) -> Vec<(&'static str, &Path, &'static str)> {
-        let mut v = Vec::new();
-        if let Some(p) = &self.chrome {
-            v.push((
+    /// What the output is, and how to open it (FILE standing for its path).
+    fn describe(self) -> (&'static str, &'static str) {
+        match self {
+            Which::Chrome => (
                 "Chrome trace",
-                p.as_path(),
                 "open chrome://tracing or https://ui.perfetto.dev and load it",
-            ));
-        }
-        if let Some(p) = &self.perfetto {
-            v.push((
-                "Perfetto trace",
-                p.as_path(),
-                "open https://ui.perfetto.dev and load it",
-            ));
-        }
-        if let Some(p) = &self.lcov {
-            v.push((
+            ),
+            Which::Perfetto => ("Perfetto trace", "open https://ui.perfetto.dev and load it"),
+            Which::Lcov => (
                 "LCOV coverage",
-                p.as_path(),
                 "genhtml --branch-coverage FILE -o coverage-html, run where the source paths in FILE lead from (the example: the repository root)",
-            ));
-        }
-        if let Some(p) = &self.folded {
-            v.push((
+            ),
+            Which::Folded => (
                 "folded stacks",
-                p.as_path(),
                 "inferno-flamegraph FILE > flame.svg, or load it in speedscope",
-            ));
+            ),
+            Which::SaveEvents => ("saved events", "trace-convert --from-events FILE --chrome ..."),
         }
-        if let Some(p) = &self.save_events {
-            v.push((
-                "saved events",
-                p.as_path(),
-                "trace-convert --from-events FILE --chrome ...",
-            ));
-        }
-        v
     }
+
+    /// Its name in an output folder (saved events have none).
+    fn in_folder(self) -> Option<&'static str> {
+        match self {
+            Which::Chrome => Some("trace.json"),
+            Which::Perfetto => Some("trace.pftrace"),
+            Which::Lcov => Some("coverage.info"),
+            Which::Folded => Some("stacks.folded"),
+            Which::SaveEvents => None,
+        }
+    }
+}
+
+/// One output: which, where, and whether it goes into the output folder
+/// (which is then made when the outputs are committed).
+#[derive(Debug, Clone)]
+struct Target {
+    which: Which,
+    path: PathBuf,
+    in_folder: bool,
+}
+
+/// Where each output goes: the files given, and those of `folder` for the
+/// formats not given (LCOV only `with_lcov`), in the order the sinks are
+/// added.
+fn targets(args: &ConvertArgs, folder: Option<&Path>, with_lcov: bool) -> Vec<Target> {
+    let given = [
+        (Which::Chrome, &args.chrome),
+        (Which::Folded, &args.folded),
+        (Which::Perfetto, &args.perfetto),
+        (Which::Lcov, &args.lcov),
+        (Which::SaveEvents, &args.save_events),
+    ];
+    let mut v = Vec::new();
+    for (which, path) in given {
+        if let Some(p) = path {
+            v.push(Target {
+                which,
+                path: p.clone(),
+                in_folder: false,
+            });
+            continue;
+        }
+        let Some(dir) = folder else { continue };
+        let Some(name) = which.in_folder() else {
+            continue;
+        };
+        if which == Which::Lcov && !with_lcov {
+            continue;
+        }
+        v.push(Target {
+            which,
+            path: dir.join(name),
+            in_folder: true,
+        });
+    }
+    v
 }
 
 /// Find the bundled example: [`EXAMPLE_DIR`] beside the sources this
@@ -253,13 +297,6 @@ fn elves_in(dir: &Path) -> Vec<PathBuf> {
 
 pub fn run(args: &ConvertArgs) -> ExitCode {
     let mut elves = args.elf.clone();
-    let mut targets = Targets {
-        chrome: args.chrome.clone(),
-        perfetto: args.perfetto.clone(),
-        lcov: args.lcov.clone(),
-        folded: args.folded.clone(),
-        save_events: args.save_events.clone(),
-    };
     let example = args.path.is_none() && args.from_events.is_none();
     let path = match (&args.path, example) {
         (Some(p), _) => Some(p.clone()),
@@ -282,16 +319,9 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
             }
         },
     };
-    if example && targets.is_empty() && args.out_dir.is_none() {
-        let out = PathBuf::from("out");
-        targets = Targets::all_in(&out, true);
-    }
-    if let Some(dir) = &args.out_dir {
-        let all = Targets::all_in(dir, !elves.is_empty());
-        targets.chrome = targets.chrome.or(all.chrome);
-        targets.perfetto = targets.perfetto.or(all.perfetto);
-        targets.lcov = targets.lcov.or(all.lcov);
-        targets.folded = targets.folded.or(all.folded);
+    let mut targets = targets(args, args.out_dir.as_deref(), !elves.is_empty());
+    if example && targets.is_empty() {
+        targets = self::targets(args, Some(Path::new("out")), true);
     }
     if targets.is_empty() {
         if let Some(p) = path.as_ref().filter(|p| !p.exists()) {
@@ -308,17 +338,52 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
             "nothing to write: give --chrome, --perfetto, --lcov, --folded, --save-events or --out-dir (see --help)",
         );
     }
-    // The output folder (--out-dir, or ./out for the example) is created.
-    let folder = match (&args.out_dir, example) {
-        (Some(d), _) => Some(d.clone()),
-        (None, true) => Some(PathBuf::from("out")),
-        (None, false) => None,
-    };
-    if let Some(dir) = folder {
-        if let Err(e) = std::fs::create_dir_all(&dir) {
-            return fail(exit::OUTPUT, format!("{}: {e}", dir.display()));
+    if args.save_events.is_some() && path.is_none() {
+        return fail(
+            exit::USAGE,
+            "--save-events needs a capture to decode, not --from-events",
+        );
+    }
+    if let Some(dir) = &args.out_dir {
+        if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
+            return fail(
+                exit::OUTPUT,
+                format!(
+                    "--out-dir {}: is a file, not a folder (give a folder to write the outputs into)",
+                    dir.display()
+                ),
+            );
         }
     }
+    // Every output checked before anything is read: none may be another
+    // output or an input named on the command line.
+    let mut plan = OutputPlan::new();
+    for t in &targets {
+        let label = if t.in_folder {
+            "--out-dir"
+        } else {
+            t.which.flag()
+        };
+        // An output given inside the output folder may wait for it too.
+        let make_folders = t.in_folder
+            || args
+                .out_dir
+                .as_deref()
+                .is_some_and(|d| t.path.starts_with(d));
+        if let Err(e) = plan.add(label, &t.path, make_folders) {
+            return output_failure(&e);
+        }
+    }
+    let named = path
+        .iter()
+        .chain(&elves)
+        .chain(args.mem.iter().map(|m| &m.path))
+        .chain(&args.from_events)
+        .map(PathBuf::as_path);
+    if let Err(e) = plan.check_inputs(named) {
+        return output_failure(&e);
+    }
+    let wants = |w: Which| targets.iter().any(|t| t.which == w);
     let mut symbols = match Symbolizer::from_elves(&elves) {
         Ok(s) => s,
         Err(e) => return fail(exit::INPUT, e),
@@ -334,7 +399,7 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
     } else if !symbols.has_lines() {
         eprintln!("trace-convert: note: the ELF files have no DWARF line information");
     }
-    if targets.lcov.is_some() {
+    if wants(Which::Lcov) {
         let problems = symbols.check_dwarf();
         if let Some(p) = problems.first() {
             return fail(
@@ -345,7 +410,7 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
             );
         }
     }
-    if targets.lcov.is_some() && !symbols.has_lines() {
+    if wants(Which::Lcov) && !symbols.has_lines() {
         return fail(
             exit::USAGE,
             "--lcov needs an ELF file with DWARF line information (--elf app.elf)",
@@ -384,6 +449,10 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
     };
     if let Some(i) = &input {
         super::print_notes(i);
+        // The snapshot's own files, known once its `.ini` files are read.
+        if let Err(e) = plan.check_inputs(input_files(i).iter().map(PathBuf::as_path)) {
+            return output_failure(&e);
+        }
     }
     let mut options = options;
     if options.timestamp_hz.is_none() {
@@ -403,62 +472,75 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
         (None, None) => options.clock_for_etmcr(&[]),
     };
     eprintln!("trace-convert: {}", clock.describe());
-    let mut conv = Converter::new(&symbols, clock, options.max_depth);
-    macro_rules! open {
-        ($p:expr) => {
-            match AtomicFile::create($p) {
-                Ok(f) => f,
-                Err(e) => return fail(exit::OUTPUT, format!("{}: {e}", $p.display())),
-            }
-        };
-    }
-    if let Some(p) = &targets.chrome {
-        conv.add_sink(Box::new(ChromeSink::new(open!(p))));
-    }
-    if let Some(p) = &targets.folded {
-        conv.add_sink(Box::new(FoldedSink::new(open!(p), weight)));
-    }
-    if let Some(p) = &targets.perfetto {
-        conv.add_sink(Box::new(PerfettoSink::new(open!(p))));
-    }
-    if let Some(p) = &targets.lcov {
+    // What the sinks read, read before any output is created.
+    let lcov_memory = if wants(Which::Lcov) {
         let first = input
             .as_ref()
             .and_then(|i| i.captures.iter().flat_map(|c| &c.sources).next())
             .map_or("", |s| s.name.as_str());
-        let memory = match memory_for(
+        match memory_for(
             input.as_ref().and_then(|i| i.snapshot.as_ref()),
             first,
             &extra,
         ) {
-            Ok(m) => m,
+            Ok(m) => Some(Arc::new(m) as Arc<dyn MemoryImage>),
             Err(e) => return fail(exit::INPUT, e),
-        };
-        let options = LcovOptions {
-            test_name: None,
-            conditional_instructions: args.lcov_conditionals,
-        };
-        conv.add_sink(Box::new(LcovSink::new(
-            open!(p),
-            Arc::new(memory),
-            &symbols,
-            options,
-        )));
-    }
-    if let Some(p) = &targets.save_events {
-        let Some(input) = &input else {
-            return fail(
-                exit::USAGE,
-                "--save-events needs a capture to decode, not --from-events",
-            );
-        };
-        let header = match events_header(input, &extra) {
-            Ok(h) => h,
+        }
+    } else {
+        None
+    };
+    let header = match (&input, wants(Which::SaveEvents)) {
+        (Some(input), true) => match events_header(input, &extra) {
+            Ok(h) => Some(h),
             Err(e) => return fail(exit::INPUT, e),
-        };
-        match EventsSink::new(open!(p), &header) {
-            Ok(s) => conv.add_sink(Box::new(s)),
-            Err(e) => return fail(exit::OUTPUT, format!("{}: {e}", p.display())),
+        },
+        _ => None,
+    };
+    let events_memory = match (&input, &args.from_events) {
+        (None, Some(_)) => match memory_for(None, "", &extra) {
+            Ok(m) => Some(Arc::new(m) as Arc<dyn MemoryImage>),
+            Err(e) => return fail(exit::INPUT, e),
+        },
+        _ => None,
+    };
+    let mut set = match plan.create() {
+        Ok(s) => s,
+        Err(e) => return output_failure(&e),
+    };
+    let mut conv = Converter::new(&symbols, clock, options.max_depth);
+    for (t, out) in targets.iter().zip(set.writers()) {
+        match t.which {
+            Which::Chrome => conv.add_sink(Box::new(ChromeSink::new(out))),
+            Which::Folded => conv.add_sink(Box::new(FoldedSink::new(out, weight))),
+            Which::Perfetto => conv.add_sink(Box::new(PerfettoSink::new(out))),
+            Which::Lcov => {
+                let Some(memory) = &lcov_memory else {
+                    return fail(exit::INPUT, "no memory image for --lcov");
+                };
+                let options = LcovOptions {
+                    test_name: None,
+                    conditional_instructions: args.lcov_conditionals,
+                };
+                conv.add_sink(Box::new(LcovSink::new(
+                    out,
+                    Arc::clone(memory),
+                    &symbols,
+                    options,
+                )));
+            }
+            Which::SaveEvents => {
+                let Some(header) = &header else {
+                    return fail(
+                        exit::USAGE,
+                        "--save-events needs a capture to decode, not --from-events",
+                    );
+                };
+                let path = out.path().to_path_buf();
+                match EventsSink::new(out, header) {
+                    Ok(s) => conv.add_sink(Box::new(s)),
+                    Err(e) => return fail(exit::OUTPUT, format!("{}: {e}", path.display())),
+                }
+            }
         }
     }
     let result = match (&input, &args.from_events) {
@@ -470,47 +552,11 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
             }
             convert::convert_input(input, &extra, conv, !args.no_progress)
         }
-        (None, Some(events)) => {
-            let memory = match memory_for(None, "", &extra) {
-                Ok(m) => m,
-                Err(e) => return fail(exit::INPUT, e),
-            };
-            convert::convert_events_file(events, conv, Some(Arc::new(memory)))
-        }
+        (None, Some(events)) => convert::convert_events_file(events, conv, events_memory),
         (None, None) => return fail(exit::USAGE, "no input"),
     };
-    match result {
-        Ok(report) => {
-            print_summary(&report);
-            if let Some(input) = &input {
-                let bytes: u64 = report.captures.iter().map(|(_, b)| b).sum();
-                let decoded: u64 = report
-                    .ids
-                    .values()
-                    .map(|r| r.instructions + r.nacc.values().sum::<u64>())
-                    .sum();
-                if bytes > 0 && decoded == 0 {
-                    return fail(exit::CONFIG, super::nothing_decoded(input, bytes));
-                }
-            }
-            let cycles: u64 = report.ids.values().map(|r| r.cycles).sum();
-            if targets.folded.is_some() && weight == Weight::Cycles && cycles == 0 {
-                eprintln!(
-                    "trace-convert: note: the trace has no cycle counts (not cycle-accurate): \
-                     every folded weight is 0; use --folded-weight instructions"
-                );
-            }
-            let how = targets.list();
-            eprintln!("trace-convert: wrote:");
-            for (what, p, open) in how {
-                eprintln!(
-                    "  {what:<15} {}  ({})",
-                    p.display(),
-                    open.replace("FILE", &p.display().to_string())
-                );
-            }
-            ExitCode::SUCCESS
-        }
+    let report = match result {
+        Ok(report) => report,
         Err(e) => {
             let code = match &e {
                 ConvertError::Input(i) => input_code(i),
@@ -524,9 +570,46 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
                 },
                 _ => exit::OUTPUT,
             };
-            fail(code, e)
+            return fail(code, e);
+        }
+    };
+    if let Some(input) = &input {
+        let bytes: u64 = report.captures.iter().map(|(_, b)| b).sum();
+        let decoded: u64 = report
+            .ids
+            .values()
+            .map(|r| r.instructions + r.nacc.values().sum::<u64>())
+            .sum();
+        if bytes > 0 && decoded == 0 {
+            // No output takes its final name.
+            return fail(exit::CONFIG, super::nothing_decoded(input, bytes));
         }
     }
+    // Every output is complete: all of them take their final names now.
+    if let Err(e) = set.commit() {
+        return output_failure(&e);
+    }
+    print_summary(&report);
+    let cycles: u64 = report.ids.values().map(|r| r.cycles).sum();
+    if wants(Which::Folded) && weight == Weight::Cycles && cycles == 0 {
+        eprintln!(
+            "trace-convert: note: the trace has no cycle counts (not cycle-accurate): \
+             every folded weight is 0; use --folded-weight instructions"
+        );
+    }
+    eprintln!("trace-convert: wrote:");
+    for which in Which::LISTED {
+        for t in targets.iter().filter(|t| t.which == which) {
+            let (what, open) = which.describe();
+            if t.path.as_os_str() == "-" {
+                eprintln!("  {what:<15} standard output");
+            } else {
+                let p = t.path.display().to_string();
+                eprintln!("  {what:<15} {p}  ({})", open.replace("FILE", &p));
+            }
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn print_summary(r: &ConvertReport) {

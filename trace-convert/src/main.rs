@@ -1,17 +1,18 @@
 //! `trace-convert`: decode CoreSight ETMv3/PTM trace captures.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use std::io::{self, Write};
+use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use trace_convert::input::flags::{Layout, SourceFlags};
 use trace_convert::input::source::Protocol;
 use trace_convert::input::{self, InputError};
-use trace_convert::output::AtomicFile;
 use trace_convert::packets::{self, ListFormat, ReadError};
 
 mod convert_cli;
+mod outputs_cli;
 use convert_cli::ConvertArgs;
+use outputs_cli::{input_files, listing_plan, output_failure, with_output};
 
 /// Decode CoreSight ETMv3 and PTM (PFT) program trace and convert it into
 /// timelines, flame graphs and coverage.
@@ -26,6 +27,10 @@ use convert_cli::ConvertArgs;
 ///   trace-convert --from-events ev.bin --lcov app.info --elf app.elf   (...convert later)
 ///
 /// With no arguments at all, converts the bundled example into ./out/.
+///
+/// Outputs appear together when all are complete; a failed or interrupted
+/// run leaves none of them and no temporary file. An output may not be an
+/// input or another output; `-` is standard output.
 #[derive(Debug, Parser)]
 #[command(
     version,
@@ -90,7 +95,8 @@ struct DecodeArgs {
     /// Listing format: readable text, or one JSON object per line.
     #[arg(long, value_enum, default_value_t = FormatArg::Text)]
     format: FormatArg,
-    /// Write the listing to FILE instead of standard output.
+    /// Write the listing to FILE instead of standard output (`-`: standard
+    /// output). The file appears only when the listing is complete.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
 }
@@ -102,7 +108,8 @@ struct PacketsArgs {
     /// Listing format: readable text, or one JSON object per line.
     #[arg(long, value_enum, default_value_t = FormatArg::Text)]
     format: FormatArg,
-    /// Write the listing to FILE instead of standard output.
+    /// Write the listing to FILE instead of standard output (`-`: standard
+    /// output). The file appears only when the listing is complete.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
 }
@@ -319,52 +326,24 @@ fn read_failure(e: ReadError) -> ExitCode {
     }
 }
 
-/// Run `body` with the listing's writer: standard output, or `path` written
-/// under a temporary name and renamed into place only when `body` succeeds.
-fn with_output(
-    path: Option<&std::path::Path>,
-    body: impl FnOnce(&mut dyn Write) -> Result<(), ExitCode>,
-) -> ExitCode {
-    match path {
-        Some(path) => {
-            let mut file = match AtomicFile::create(path) {
-                Ok(f) => f,
-                Err(e) => return fail(exit::OUTPUT, format!("{}: {e}", path.display())),
-            };
-            if let Err(code) = body(&mut file) {
-                return code;
-            }
-            match file.commit() {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => fail(exit::OUTPUT, format!("{}: {e}", path.display())),
-            }
-        }
-        None => {
-            let stdout = io::stdout();
-            let mut lock = io::BufWriter::new(stdout.lock());
-            if let Err(code) = body(&mut lock) {
-                return code;
-            }
-            match lock.flush() {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-                Err(e) => fail(exit::OUTPUT, e),
-            }
-        }
-    }
-}
-
 fn run_packets(args: &PacketsArgs) -> ExitCode {
+    let plan = match listing_plan(args.output.as_deref(), [args.input.path.as_path()]) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     let input = match input::resolve(&args.input.path, &args.input.flags()) {
         Ok(i) => i,
         Err(e) => return fail(input_code(&e), e),
     };
     print_notes(&input);
+    if let Err(e) = plan.check_inputs(input_files(&input).iter().map(PathBuf::as_path)) {
+        return output_failure(&e);
+    }
     let format = match args.format {
         FormatArg::Text => ListFormat::Text,
         FormatArg::Jsonl => ListFormat::Jsonl,
     };
-    with_output(args.output.as_deref(), |out| {
+    with_output(plan, |out| {
         for capture in &input.captures {
             for (name, why) in &capture.skipped {
                 eprintln!("trace-convert: {name}: not decoded: {why}");
@@ -394,11 +373,21 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
     use trace_convert::decode::{self as dec, EventFormat, ExtraMemory};
     use trace_core::memory::MemoryImage;
 
+    let named = std::iter::once(args.input.path.as_path())
+        .chain(args.elf.iter().map(PathBuf::as_path))
+        .chain(args.mem.iter().map(|m| m.path.as_path()));
+    let plan = match listing_plan(args.output.as_deref(), named) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     let input = match input::resolve(&args.input.path, &args.input.flags()) {
         Ok(i) => i,
         Err(e) => return fail(input_code(&e), e),
     };
     print_notes(&input);
+    if let Err(e) = plan.check_inputs(input_files(&input).iter().map(PathBuf::as_path)) {
+        return output_failure(&e);
+    }
     let format = match args.format {
         FormatArg::Text => EventFormat::Text,
         FormatArg::Jsonl => EventFormat::Jsonl,
@@ -431,9 +420,9 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
         Ok(m) => Arc::new(m),
         Err(e) => return fail(exit::INPUT, e),
     };
-    // Bytes read, instructions decoded, and whether every capture was read.
-    let mut totals = (0u64, 0u64, false);
-    let code = with_output(args.output.as_deref(), |out| {
+    // Bytes read and instructions decoded.
+    let mut totals = (0u64, 0u64);
+    with_output(plan, |out| {
         for capture in &input.captures {
             for (name, why) in &capture.skipped {
                 eprintln!("trace-convert: {name}: not decoded: {why}");
@@ -485,17 +474,19 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
                 }
             }
         }
-        totals.2 = true;
+        if totals.0 > 0 && totals.1 == 0 {
+            // The listing does not take its final name.
+            return Err(fail(exit::CONFIG, nothing_decoded(&input, totals.0)));
+        }
         Ok(())
-    });
-    if totals.2 && totals.0 > 0 && totals.1 == 0 {
-        return fail(exit::CONFIG, nothing_decoded(&input, totals.0));
-    }
-    code
+    })
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(e) = trace_convert::output::remove_temporaries_on_signal() {
+        eprintln!("trace-convert: note: signals will not remove temporary files: {e}");
+    }
     match &cli.command {
         Some(Command::Packets(args)) => run_packets(args),
         Some(Command::Decode(args)) => run_decode(args),

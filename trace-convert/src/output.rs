@@ -1,155 +1,520 @@
-//! Output files that appear complete or not at all.
+//! Output files that appear complete, all of them, or not at all.
+//!
+//! An [`OutputPlan`] takes every output of a run before anything is read
+//! or written: it resolves each path (following symbolic links to the
+//! file they name, `-` for standard output), refuses two outputs that are
+//! one file, more than one `-`, a folder, block device or socket as an
+//! output, and (with [`OutputPlan::check_inputs`]) an output that is one
+//! of the run's inputs. [`OutputPlan::create`] then makes a temporary file
+//! beside each regular file, and [`OutputSet::commit`] renames them all
+//! into place once every one is complete. A run that fails or is dropped
+//! before the commit leaves nothing under a final name and no temporary
+//! file; [`remove_temporaries_on_signal`] extends that to SIGINT, SIGTERM
+//! and SIGHUP.
+//!
+//! Named pipes, character devices (`/dev/null`) and descriptor links
+//! (`/dev/stdout`) are written in place as the data comes, like standard
+//! output: they are never renamed over.
+
+mod cleanup;
+mod target;
+
+pub use cleanup::remove_temporaries_on_signal;
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use target::{FileId, Kind, Problem};
 
-/// A file written under a temporary name beside its final path and renamed
-/// into place by [`AtomicFile::commit`]. Dropped without a commit, the
-/// temporary file is removed, so an interrupted or failed run never leaves
-/// a partial file under the final name.
-///
-/// An existing path that is not a regular file (`/dev/null`, a named pipe,
-/// a terminal) is written directly: renaming over it would replace the
-/// device or pipe with a plain file.
-#[derive(Debug)]
-pub struct AtomicFile {
-    path: PathBuf,
-    /// The temporary file, or `None` when writing a special file directly.
-    tmp: Option<PathBuf>,
-    writer: Option<BufWriter<File>>,
+/// Why the outputs cannot be written.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// An output is one of the inputs (the same file, also through a link).
+    #[error("{label} `{}` is the input `{}` (the same file): writing it would destroy the input; choose another output path", output.display(), input.display())]
+    SameAsInput {
+        /// The output's flag.
+        label: String,
+        /// The output path as given.
+        output: PathBuf,
+        /// The input path.
+        input: PathBuf,
+    },
+    /// Two outputs are one file.
+    #[error("{label} `{}` and {other_label} `{}` are the same file: give each output its own path", path.display(), other.display())]
+    Duplicate {
+        /// The later output's flag.
+        label: String,
+        /// The later output's path.
+        path: PathBuf,
+        /// The earlier output's flag.
+        other_label: String,
+        /// The earlier output's path.
+        other: PathBuf,
+    },
+    /// More than one output is `-`.
+    #[error("{label} and {other_label} are both `-`: only one output can go to standard output")]
+    TwoStdout {
+        /// The later output's flag.
+        label: String,
+        /// The earlier output's flag.
+        other_label: String,
+    },
+    /// The path names something that is not written as an output.
+    #[error("{}: is {what}, not a file", path.display())]
+    NotAFile {
+        /// The output path as given.
+        path: PathBuf,
+        /// What it is ("a folder", "a block device", "a socket").
+        what: &'static str,
+    },
+    /// The output's folder does not exist.
+    #[error("{}: the folder `{}` does not exist", path.display(), folder.display())]
+    MissingFolder {
+        /// The output path as given.
+        path: PathBuf,
+        /// The missing folder.
+        folder: PathBuf,
+    },
+    /// A component of the output's folder is a file.
+    #[error("{}: `{}` is not a folder", path.display(), folder.display())]
+    NotAFolder {
+        /// The output path as given.
+        path: PathBuf,
+        /// The component that is not a folder.
+        folder: PathBuf,
+    },
+    /// A loop or too long a chain of symbolic links.
+    #[error("{}: too many levels of symbolic links", path.display())]
+    TooManyLinks {
+        /// The output path as given.
+        path: PathBuf,
+    },
+    /// A sink never completed its output: a bug, reported rather than
+    /// committing a partial file.
+    #[error("{}: the output was not completed", path.display())]
+    Incomplete {
+        /// The output path as given.
+        path: PathBuf,
+    },
+    /// Creating, writing or renaming failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The output path as given.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
 }
 
-impl AtomicFile {
-    /// Start writing `path`.
+impl OutputError {
+    /// Whether the command line is at fault (an output that is an input or
+    /// another output, two `-`), rather than the file system.
+    #[must_use]
+    pub fn is_misuse(&self) -> bool {
+        matches!(
+            self,
+            OutputError::SameAsInput { .. }
+                | OutputError::Duplicate { .. }
+                | OutputError::TwoStdout { .. }
+        )
+    }
+
+    fn of(path: &Path, problem: Problem) -> OutputError {
+        let path = path.to_path_buf();
+        match problem {
+            Problem::NotAFile(what) => OutputError::NotAFile { path, what },
+            Problem::MissingFolder(folder) => OutputError::MissingFolder { path, folder },
+            Problem::NotAFolder(folder) => OutputError::NotAFolder { path, folder },
+            Problem::TooManyLinks => OutputError::TooManyLinks { path },
+            Problem::Io(source) => OutputError::Io { path, source },
+        }
+    }
+}
+
+/// One planned output.
+#[derive(Debug)]
+struct Planned {
+    label: String,
+    given: PathBuf,
+    kind: Kind,
+    /// The canonical name of a regular file (see [`target::canonical`]).
+    name: Option<PathBuf>,
+}
+
+/// The outputs of a run, checked, before anything is created.
+#[derive(Debug, Default)]
+pub struct OutputPlan {
+    outputs: Vec<Planned>,
+}
+
+/// Which output of a plan (in the order added).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputId(usize);
+
+impl OutputPlan {
+    /// No outputs yet.
+    #[must_use]
+    pub fn new() -> OutputPlan {
+        OutputPlan::default()
+    }
+
+    /// Add the output `path` (`-` for standard output), named `label` in
+    /// messages (its flag, say `--chrome`). With `make_folders`, folders
+    /// missing on the way to it are created at the commit.
     ///
     /// # Errors
     ///
-    /// The error of creating the temporary file (for example a missing
-    /// folder or no permission); an error too when `path` is an existing
-    /// directory, found here rather than at the final rename.
-    pub fn create(path: &Path) -> io::Result<AtomicFile> {
-        if path.is_dir() {
-            return Err(io::Error::other("is a directory, not a file"));
+    /// A path that is a folder, block device or socket, a missing folder
+    /// (without `make_folders`), a folder that is a file, a link loop, an
+    /// output that is one file with an earlier one, a second `-`.
+    pub fn add(
+        &mut self,
+        label: &str,
+        path: &Path,
+        make_folders: bool,
+    ) -> Result<OutputId, OutputError> {
+        let kind = target::resolve(path, make_folders).map_err(|p| OutputError::of(path, p))?;
+        let name = target::canonical(&kind);
+        for other in &self.outputs {
+            if matches!(kind, Kind::Stdout) && matches!(other.kind, Kind::Stdout) {
+                return Err(OutputError::TwoStdout {
+                    label: label.to_owned(),
+                    other_label: other.label.clone(),
+                });
+            }
+            let same_name = name.is_some() && name == other.name;
+            let same_file = kind.id().is_some() && kind.id() == other.kind.id();
+            // Several outputs may share a character device (`/dev/null`).
+            let shared_device = matches!(
+                kind,
+                Kind::InPlace {
+                    char_device: true,
+                    ..
+                }
+            );
+            if same_name || (same_file && !shared_device) {
+                return Err(OutputError::Duplicate {
+                    label: label.to_owned(),
+                    path: path.to_path_buf(),
+                    other_label: other.label.clone(),
+                    other: other.given.clone(),
+                });
+            }
         }
-        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-            let file = std::fs::OpenOptions::new().write(true).open(path)?;
-            return Ok(AtomicFile {
-                path: path.to_path_buf(),
-                tmp: None,
-                writer: Some(BufWriter::with_capacity(1 << 16, file)),
+        self.outputs.push(Planned {
+            label: label.to_owned(),
+            given: path.to_path_buf(),
+            kind,
+            name,
+        });
+        Ok(OutputId(self.outputs.len() - 1))
+    }
+
+    /// Refuse an output that is one of `inputs` (the same file: the same
+    /// device and inode, also through hard or symbolic links). Inputs that
+    /// do not exist are left to the code that reads them.
+    ///
+    /// # Errors
+    ///
+    /// [`OutputError::SameAsInput`] for the first such output.
+    pub fn check_inputs<'p>(
+        &self,
+        inputs: impl IntoIterator<Item = &'p Path>,
+    ) -> Result<(), OutputError> {
+        let mut ids: Vec<(FileId, &Path)> = Vec::new();
+        for input in inputs {
+            if let Some(id) = target::file_id(input) {
+                ids.push((id, input));
+            }
+        }
+        for out in &self.outputs {
+            let Some(id) = out.kind.id() else { continue };
+            if let Some((_, input)) = ids.iter().find(|(i, _)| i == id) {
+                return Err(OutputError::SameAsInput {
+                    label: out.label.clone(),
+                    output: out.given.clone(),
+                    input: input.to_path_buf(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the plan has no outputs.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.outputs.is_empty()
+    }
+
+    /// Whether output `id` goes to standard output.
+    #[must_use]
+    pub fn is_stdout(&self, id: OutputId) -> bool {
+        self.outputs
+            .get(id.0)
+            .is_some_and(|o| matches!(o.kind, Kind::Stdout))
+    }
+
+    /// Create every output: a temporary file beside each regular file,
+    /// pipes and devices opened. Folders are not made yet.
+    ///
+    /// # Errors
+    ///
+    /// The first error of creating or opening; what was created is
+    /// removed.
+    pub fn create(self) -> Result<OutputSet, OutputError> {
+        let mut pending = Vec::with_capacity(self.outputs.len());
+        let mut writers = Vec::with_capacity(self.outputs.len());
+        for out in self.outputs {
+            let done = Arc::new(AtomicBool::new(false));
+            let (dest, commit) = match &out.kind {
+                Kind::Stdout => (Dest::Stdout(io::stdout()), None),
+                Kind::InPlace { open, .. } => {
+                    let file = std::fs::OpenOptions::new()
+                        .append(true)
+                        .open(open)
+                        .map_err(|source| OutputError::Io {
+                            path: out.given.clone(),
+                            source,
+                        })?;
+                    (Dest::Direct(file), None)
+                }
+                Kind::Replace {
+                    path, dir, missing, ..
+                } => {
+                    let (file, temporary) =
+                        temporary(path, dir).map_err(|source| OutputError::Io {
+                            path: out.given.clone(),
+                            source,
+                        })?;
+                    let rename = Rename {
+                        temporary,
+                        to: path.clone(),
+                        folder: missing.clone(),
+                    };
+                    (Dest::Temporary(file), Some(rename))
+                }
+            };
+            writers.push(OutputFile {
+                given: out.given.clone(),
+                out: BufWriter::with_capacity(1 << 16, dest),
+                done: Arc::clone(&done),
+            });
+            pending.push(Pending {
+                given: out.given,
+                done,
+                rename: commit,
             });
         }
-        let name = path
-            .file_name()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file name"))?;
-        let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(name);
-        tmp_name.push(format!(".{}.tmp", std::process::id()));
-        let tmp = path.with_file_name(tmp_name);
-        let file = File::create(&tmp)?;
-        Ok(AtomicFile {
-            path: path.to_path_buf(),
-            tmp: Some(tmp),
-            writer: Some(BufWriter::with_capacity(1 << 16, file)),
-        })
-    }
-
-    /// Flush and move the file to its final name.
-    ///
-    /// # Errors
-    ///
-    /// The error of flushing, syncing or renaming.
-    pub fn commit(mut self) -> io::Result<()> {
-        let Some(w) = self.writer.take() else {
-            return Ok(());
-        };
-        let file = w.into_inner().map_err(io::IntoInnerError::into_error)?;
-        match &self.tmp {
-            Some(tmp) => {
-                file.sync_all()?;
-                std::fs::rename(tmp, &self.path)
-            }
-            None => Ok(()),
-        }
+        Ok(OutputSet { pending, writers })
     }
 }
 
-impl Write for AtomicFile {
+/// A temporary file in `dir` for `path`, on the list of temporaries.
+fn temporary(path: &Path, dir: &Path) -> io::Result<(File, Temporary)> {
+    let name = path.file_name().unwrap_or(path.as_os_str());
+    let mut prefix = std::ffi::OsString::from(".");
+    prefix.push(name);
+    prefix.push(".");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // As a new file gets it (less the umask), not tempfile's 0600.
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    // Created and listed in one step, so that a signal never misses it.
+    let mut held = cleanup::hold();
+    let (file, path) = builder.tempfile_in(dir)?.into_parts();
+    let ticket = held.register(path.to_path_buf());
+    Ok((file, Temporary { path, ticket }))
+}
+
+/// A temporary file: removed when dropped.
+#[derive(Debug)]
+struct Temporary {
+    /// Removes the file when dropped (before the ticket is).
+    path: tempfile::TempPath,
+    ticket: cleanup::Ticket,
+}
+
+/// The rename that commits a regular file.
+#[derive(Debug)]
+struct Rename {
+    temporary: Temporary,
+    to: PathBuf,
+    folder: Option<PathBuf>,
+}
+
+/// One output of a set, as the set keeps it.
+#[derive(Debug)]
+struct Pending {
+    given: PathBuf,
+    done: Arc<AtomicBool>,
+    rename: Option<Rename>,
+}
+
+/// Created outputs, committed together by [`OutputSet::commit`]; dropped
+/// without a commit, the temporary files are removed.
+#[derive(Debug)]
+pub struct OutputSet {
+    pending: Vec<Pending>,
+    writers: Vec<OutputFile>,
+}
+
+impl OutputSet {
+    /// The writers, in the order the outputs were added (once: later calls
+    /// give none).
+    pub fn writers(&mut self) -> Vec<OutputFile> {
+        std::mem::take(&mut self.writers)
+    }
+
+    /// When every writer was completed ([`OutputFile::complete`]): make
+    /// the missing folders and rename every temporary file to its final
+    /// name.
+    ///
+    /// # Errors
+    ///
+    /// [`OutputError::Incomplete`] (before any rename) when a writer was
+    /// not completed; the error of making a folder or renaming. The
+    /// temporary files not yet renamed are removed.
+    pub fn commit(self) -> Result<(), OutputError> {
+        let OutputSet { pending, writers } = self;
+        drop(writers);
+        if let Some(p) = pending.iter().find(|p| !p.done.load(Ordering::Acquire)) {
+            return Err(OutputError::Incomplete {
+                path: p.given.clone(),
+            });
+        }
+        let mut renames: Vec<(PathBuf, Rename)> = pending
+            .into_iter()
+            .filter_map(|p| p.rename.map(|r| (p.given, r)))
+            .collect();
+        // A signal now waits until every file is renamed or removed.
+        let mut held = cleanup::hold();
+        let result = rename_all(&mut renames, &mut held);
+        drop(held);
+        // Those not renamed (after an error) are removed here.
+        drop(renames);
+        result
+    }
+}
+
+/// Make the folders, then rename the files, taking each renamed file off
+/// `renames`.
+fn rename_all(
+    renames: &mut Vec<(PathBuf, Rename)>,
+    held: &mut cleanup::Held,
+) -> Result<(), OutputError> {
+    for (given, r) in renames.iter() {
+        if let Some(folder) = &r.folder {
+            std::fs::create_dir_all(folder).map_err(|source| OutputError::Io {
+                path: given.clone(),
+                source,
+            })?;
+        }
+    }
+    while let Some((given, r)) = renames.pop() {
+        let Temporary { path, ticket } = r.temporary;
+        match path.persist(&r.to) {
+            Ok(()) => held.release(ticket),
+            Err(e) => {
+                // `e.path` removes the temporary file when dropped.
+                drop(e.path);
+                held.release(ticket);
+                return Err(OutputError::Io {
+                    path: given,
+                    source: e.error,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where an [`OutputFile`] writes.
+#[derive(Debug)]
+enum Dest {
+    Stdout(io::Stdout),
+    Direct(File),
+    Temporary(File),
+}
+
+impl Write for Dest {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self.writer.as_mut() {
-            Some(w) => w.write(buf),
-            None => Err(io::Error::other("file already committed")),
+        match self {
+            Dest::Stdout(s) => s.write(buf),
+            Dest::Direct(f) | Dest::Temporary(f) => f.write(buf),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        match self.writer.as_mut() {
-            Some(w) => w.flush(),
-            None => Ok(()),
+        match self {
+            Dest::Stdout(s) => s.flush(),
+            Dest::Direct(f) | Dest::Temporary(f) => f.flush(),
         }
     }
 }
 
-impl Drop for AtomicFile {
-    fn drop(&mut self) {
-        if self.writer.take().is_some() {
-            if let Some(tmp) = &self.tmp {
-                let _ = std::fs::remove_file(tmp);
-            }
+/// The writer of one output of an [`OutputSet`] (buffered).
+#[derive(Debug)]
+pub struct OutputFile {
+    given: PathBuf,
+    out: BufWriter<Dest>,
+    done: Arc<AtomicBool>,
+}
+
+impl OutputFile {
+    /// The output's path as given (`-` for standard output).
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.given
+    }
+
+    /// Flush the output (and sync a file to disk): it is then ready for
+    /// the set's commit.
+    ///
+    /// # Errors
+    ///
+    /// The error of writing or syncing.
+    pub fn complete(self) -> io::Result<()> {
+        let OutputFile { given, out, done } = self;
+        let named = |e: io::Error| named(&given, e);
+        let dest = out
+            .into_inner()
+            .map_err(|e| named(io::IntoInnerError::into_error(e)))?;
+        match dest {
+            Dest::Temporary(f) => f.sync_all().map_err(named)?,
+            Dest::Stdout(mut s) => s.flush().map_err(named)?,
+            Dest::Direct(_) => {}
         }
+        done.store(true, Ordering::Release);
+        Ok(())
+    }
+}
+
+/// `e` with the output's path in its message (of the same kind).
+#[cold]
+fn named(path: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
+/// Errors name the output's path.
+impl Write for OutputFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out.write(buf).map_err(|e| named(&self.given, e))
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.out.write_all(buf).map_err(|e| named(&self.given, e))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush().map_err(|e| named(&self.given, e))
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn commit_renames_and_drop_cleans_up() {
-        let dir = std::env::temp_dir().join(format!("tc-atomic-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("mkdir");
-        let path = dir.join("out.txt");
-        let mut f = AtomicFile::create(&path).expect("create");
-        f.write_all(b"hello").expect("write");
-        assert!(!path.exists(), "nothing under the final name before commit");
-        f.commit().expect("commit");
-        assert_eq!(std::fs::read(&path).expect("read"), b"hello");
-
-        let other = dir.join("other.txt");
-        {
-            let mut g = AtomicFile::create(&other).expect("create");
-            g.write_all(b"partial").expect("write");
-        }
-        assert!(!other.exists());
-        assert_eq!(
-            std::fs::read_dir(&dir).expect("ls").count(),
-            1,
-            "temp file removed"
-        );
-        std::fs::remove_dir_all(&dir).ok();
-    }
-
-    #[test]
-    fn missing_folder_is_an_error() {
-        assert!(AtomicFile::create(Path::new("/nonexistent-dir-xyz/out.json")).is_err());
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn special_files_are_written_in_place() {
-        use std::os::unix::fs::FileTypeExt;
-        let null = Path::new("/dev/null");
-        if !std::fs::metadata(null).is_ok_and(|m| m.file_type().is_char_device()) {
-            return;
-        }
-        let mut f = AtomicFile::create(null).expect("open /dev/null");
-        f.write_all(&[0u8; 100_000]).expect("write");
-        f.commit().expect("commit");
-        let m = std::fs::metadata(null).expect("still there");
-        assert!(
-            m.file_type().is_char_device(),
-            "/dev/null is still a device"
-        );
-    }
-}
+mod tests;

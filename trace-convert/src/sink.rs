@@ -157,7 +157,7 @@ pub fn is_instant(event: &Event) -> bool {
 ///
 /// `begin` is called once before any event, `event` once per event in
 /// capture order (per trace ID), `finish` once at the end; a sink that
-/// writes a file commits it in `finish`. Errors stop the run.
+/// writes a file completes it in `finish`. Errors stop the run.
 pub trait Sink {
     /// A short name for messages (`chrome`, `folded`, ...).
     fn name(&self) -> &str;
@@ -217,7 +217,7 @@ pub trait Sink {
         Ok(())
     }
 
-    /// After the last event: write what remains and commit the output.
+    /// After the last event: write what remains and complete the output.
     ///
     /// # Errors
     ///
@@ -225,20 +225,20 @@ pub trait Sink {
     fn finish(self: Box<Self>, info: &RunInfo) -> io::Result<()>;
 }
 
-/// Where a sink writes: a [`Write`] that can be completed (a file renamed
-/// into place, a buffer handed over).
+/// Where a sink writes: a [`Write`] that can be completed (a file flushed
+/// and synced, ready for its set's commit; a buffer handed over).
 pub trait Output: Write {
     /// Flush and complete the output.
     ///
     /// # Errors
     ///
-    /// The error of flushing or committing.
+    /// The error of flushing or completing.
     fn complete(self) -> io::Result<()>;
 }
 
-impl Output for crate::output::AtomicFile {
+impl Output for crate::output::OutputFile {
     fn complete(self) -> io::Result<()> {
-        self.commit()
+        crate::output::OutputFile::complete(self)
     }
 }
 

@@ -710,7 +710,7 @@ fn sink_rows(opts: &Opts, dir: &Path, rows: &mut Vec<Row>) -> Result<(), String>
     use trace_convert::convert::{ConvertOptions, Converter};
     use trace_convert::folded::{FoldedSink, Weight};
     use trace_convert::formats::coverage::LcovOptions;
-    use trace_convert::output::AtomicFile;
+    use trace_convert::output::OutputPlan;
     use trace_convert::sink::lcov::LcovSink;
     use trace_convert::sink::perfetto::PerfettoSink;
     use trace_convert::symbols::Symbolizer;
@@ -780,7 +780,6 @@ fn sink_rows(opts: &Opts, dir: &Path, rows: &mut Vec<Row>) -> Result<(), String>
             held_time.as_secs_f64() / alone.as_secs_f64()
         ),
     });
-    let out = |name: &str| AtomicFile::create(&dir.join(name)).map_err(|e| e.to_string());
     for set in [
         &["stacks"][..],
         &["folded"],
@@ -793,19 +792,36 @@ fn sink_rows(opts: &Opts, dir: &Path, rows: &mut Vec<Row>) -> Result<(), String>
         let mut failure = None;
         let (time, _) = best(opts.runs, || {
             let run = || -> Result<(), String> {
-                let mut conv = Converter::new(&symbols, clock, 1024);
+                // The outputs are committed together, as the CLI does.
+                let mut plan = OutputPlan::new();
                 for &s in set {
+                    let name = match s {
+                        "folded" => "b.folded",
+                        "chrome" => "b.json",
+                        "perfetto" => "b.pftrace",
+                        "lcov" => "b.info",
+                        _ => continue,
+                    };
+                    plan.add(s, &dir.join(name), false)
+                        .map_err(|e| e.to_string())?;
+                }
+                let mut outputs = plan.create().map_err(|e| e.to_string())?;
+                let mut conv = Converter::new(&symbols, clock, 1024);
+                for (&s, out) in set
+                    .iter()
+                    .filter(|&&s| s != "stacks")
+                    .zip(outputs.writers())
+                {
                     match s {
-                        "folded" => conv.add_sink(Box::new(FoldedSink::new(
-                            out("b.folded")?,
-                            Weight::Instructions,
-                        ))),
-                        "chrome" => conv.add_sink(Box::new(ChromeSink::new(out("b.json")?))),
+                        "folded" => {
+                            conv.add_sink(Box::new(FoldedSink::new(out, Weight::Instructions)))
+                        }
+                        "chrome" => conv.add_sink(Box::new(ChromeSink::new(out))),
                         "perfetto" => {
-                            conv.add_sink(Box::new(PerfettoSink::new(out("b.pftrace")?)));
+                            conv.add_sink(Box::new(PerfettoSink::new(out)));
                         }
                         "lcov" => conv.add_sink(Box::new(LcovSink::new(
-                            out("b.info")?,
+                            out,
                             Arc::clone(&mem),
                             &symbols,
                             LcovOptions::default(),
@@ -818,7 +834,8 @@ fn sink_rows(opts: &Opts, dir: &Path, rows: &mut Vec<Row>) -> Result<(), String>
                 decode_in_slices(&cfg, &mem, &bytes, |held| {
                     conv.events(held, Some(&*mem)).map_err(|e| e.to_string())
                 })?;
-                conv.finish().map(|_| ()).map_err(|e| e.to_string())
+                conv.finish().map_err(|e| e.to_string())?;
+                outputs.commit().map_err(|e| e.to_string())
             };
             if let Err(e) = run() {
                 failure = Some(e);
