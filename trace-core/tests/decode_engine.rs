@@ -4,6 +4,10 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::run;
+
 use std::sync::Arc;
 use trace_core::decode::op::{Branch, InsnAtoms, Sync, SyncReason, Target, TraceOp};
 use trace_core::decode::{Decoder, DecoderConfig};
@@ -11,34 +15,13 @@ use trace_core::demux::{AnyPacket, SourceConfig};
 use trace_core::event::{Event, EventKind, GapReason, InsnClass, Isa, Range, TraceOnReason};
 use trace_core::memory::{MemoryMap, Region, Space};
 
-/// A32 program at 0x1000 (encodings from the ARM ARM, A8.8):
-const A32_BASE: u32 = 0x1000;
-const A32: [u32; 10] = [
-    0xE3A0_0000, // 1000 MOV r0, #0
-    0xE280_0001, // 1004 ADD r0, r0, #1
-    0xE350_000A, // 1008 CMP r0, #10
-    0x1AFF_FFFC, // 100C BNE 0x1004   (PC+8 - 16)
-    0xEB00_0002, // 1010 BL 0x1020    (PC+8 + 8)
-    0xEAFF_FFFE, // 1014 B .
-    0xE320_F000, // 1018 NOP
-    0xE320_F000, // 101C NOP
-    0xE280_0001, // 1020 ADD r0, r0, #1
-    0xE12F_FF1E, // 1024 BX lr
-];
-
 /// T32 code at 0x2000: NOP ; NOP ; BX lr.
 const T32_BASE: u32 = 0x2000;
 const T32: [u16; 3] = [0xBF00, 0xBF00, 0x4770];
 
+/// The shared A32 program (`common::A32`) at 0x1000 and [`T32`].
 fn memory() -> Arc<MemoryMap> {
-    let mut map = MemoryMap::new();
-    let a: Vec<u8> = A32.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let n = a.len();
-    map.add(Region::new("a32", A32_BASE, Space::Any, a.into(), 0, n).unwrap());
-    let t: Vec<u8> = T32.iter().flat_map(|h| h.to_le_bytes()).collect();
-    let n = t.len();
-    map.add(Region::new("t32", T32_BASE, Space::Any, t.into(), 0, n).unwrap());
-    Arc::new(map)
+    common::memory_with(&[("t32", T32_BASE, common::halfwords(&T32))])
 }
 
 /// A PTM source on trace ID 0x13.
@@ -56,28 +39,8 @@ fn etm() -> Decoder {
     Decoder::new(DecoderConfig::new(0x10, &SourceConfig::Etm(cfg)), memory())
 }
 
-fn run(d: &mut Decoder, ops: &[TraceOp]) -> Vec<Event> {
-    let mut out = Vec::new();
-    for (i, op) in ops.iter().enumerate() {
-        d.run_op(i as u64, op, &mut |e| out.push(e));
-    }
-    d.finish(&mut |e| out.push(e));
-    out
-}
-
 fn isync(addr: u32, isa: Isa) -> TraceOp {
-    TraceOp::Sync(Sync {
-        target: Target {
-            addr,
-            isa: Some(isa),
-        },
-        ns: false,
-        hyp: false,
-        context_id: None,
-        reason: SyncReason::TraceOn(TraceOnReason::Filter),
-        cycles: None,
-        lsip: None,
-    })
+    common::trace_on(addr, isa)
 }
 
 /// A periodic I-sync (which by itself keeps the return stack).
@@ -104,18 +67,7 @@ fn atoms(pattern: &str) -> TraceOp {
 }
 
 fn branch(addr: u32, isa: Isa, exception: u16) -> TraceOp {
-    TraceOp::Branch(Branch {
-        target: Target {
-            addr,
-            isa: Some(isa),
-        },
-        bits: 32,
-        exception,
-        cancel: false,
-        ns: None,
-        hyp: None,
-        cycles: None,
-    })
+    common::branch_bits(addr, isa, 32, exception)
 }
 
 fn ranges(ev: &[Event]) -> Vec<Range> {

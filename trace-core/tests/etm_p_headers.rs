@@ -7,36 +7,22 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use etm_packets::{Atom, Atoms, PHeaderFormat, Packet};
 use proptest::prelude::*;
 use std::sync::Arc;
-use trace_core::decode::op::{InsnAtoms, Sync, SyncReason, Target, TraceOp};
+use trace_core::decode::op::{InsnAtoms, TraceOp};
 use trace_core::decode::{Decoder, DecoderConfig};
 use trace_core::demux::{AnyPacket, SourceConfig};
-use trace_core::event::{Event, EventKind, Isa, TraceOnReason};
-use trace_core::memory::{MemoryMap, Region, Space};
+use trace_core::event::{Event, EventKind, Isa};
+use trace_core::memory::MemoryMap;
 
-/// A32 program at 0x1000 (encodings from the ARM ARM, A8.8).
-const BASE: u32 = 0x1000;
-const CODE: [u32; 10] = [
-    0xE3A0_0000, // 1000 MOV r0, #0
-    0xE280_0001, // 1004 ADD r0, r0, #1
-    0xE350_000A, // 1008 CMP r0, #10
-    0x1AFF_FFFC, // 100C BNE 0x1004
-    0xEB00_0002, // 1010 BL 0x1020
-    0xEAFF_FFFE, // 1014 B .
-    0xE320_F000, // 1018 NOP
-    0xE320_F000, // 101C NOP
-    0xE280_0001, // 1020 ADD r0, r0, #1
-    0xE12F_FF1E, // 1024 BX lr
-];
+/// The shared A32 program at 0x1000 (`common::A32`).
+const BASE: u32 = common::A32_BASE;
 
 fn memory() -> Arc<MemoryMap> {
-    let mut map = MemoryMap::new();
-    let a: Vec<u8> = CODE.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let n = a.len();
-    map.add(Region::new("a32", BASE, Space::Any, a.into(), 0, n).unwrap());
-    Arc::new(map)
+    common::memory_with(&[])
 }
 
 fn decoder(cycle_accurate: bool) -> Decoder {
@@ -45,33 +31,11 @@ fn decoder(cycle_accurate: bool) -> Decoder {
 }
 
 fn isync(addr: u32) -> TraceOp {
-    TraceOp::Sync(Sync {
-        target: Target {
-            addr,
-            isa: Some(Isa::A32),
-        },
-        ns: false,
-        hyp: false,
-        context_id: None,
-        reason: SyncReason::TraceOn(TraceOnReason::Filter),
-        cycles: None,
-        lsip: None,
-    })
+    common::trace_on(addr, Isa::A32)
 }
 
 fn branch(addr: u32) -> TraceOp {
-    TraceOp::Branch(trace_core::decode::op::Branch {
-        target: Target {
-            addr,
-            isa: Some(Isa::A32),
-        },
-        bits: 32,
-        exception: 0,
-        cancel: false,
-        ns: None,
-        hyp: None,
-        cycles: None,
-    })
+    common::branch_bits(addr, Isa::A32, 32, 0)
 }
 
 /// The W runs before the first E/N atom, before the second, and after the

@@ -7,41 +7,25 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{halfwords, memory_with, run, sync, trace_on};
 use std::sync::Arc;
-use trace_core::decode::op::{Branch, InsnAtoms, Sync, SyncReason, Target, TraceOp};
+use trace_core::decode::op::{InsnAtoms, SyncReason, TraceOp};
 use trace_core::decode::{Decoder, DecoderConfig};
 use trace_core::demux::SourceConfig;
-use trace_core::event::{Check, Event, EventKind, GapReason, Isa, TraceOnReason};
-use trace_core::memory::{MemoryMap, Region, Space};
-
-/// A32 at 0x1000 (ARM ARM A8.8 encodings).
-const A32: [u32; 10] = [
-    0xE3A0_0000, // 1000 MOV r0, #0
-    0xE280_0001, // 1004 ADD r0, r0, #1
-    0xE350_000A, // 1008 CMP r0, #10
-    0x1AFF_FFFC, // 100C BNE 0x1004
-    0xEB00_0002, // 1010 BL 0x1020
-    0xEAFF_FFFE, // 1014 B .
-    0xE320_F000, // 1018 NOP
-    0xE320_F000, // 101C NOP
-    0xE280_0001, // 1020 ADD r0, r0, #1
-    0xE12F_FF1E, // 1024 BX lr
-];
+use trace_core::event::{Check, Event, EventKind, GapReason, Isa};
+use trace_core::memory::MemoryMap;
 
 /// T32 at 0x3000: a BL (F7FE FA1C) whose second halfword, read as the
 /// first of an instruction, gives FA1C 9801: an UNDEFINED encoding (a
 /// register data-processing encoding whose bits [15:12] must be 1111).
 const T32: [u16; 4] = [0xF7FE, 0xFA1C, 0x9801, 0xBF00];
 
+/// The shared A32 program at 0x1000 (MOV, ADD, CMP, BNE 0x1004, BL 0x1020,
+/// B ., NOP, NOP, ADD, BX lr) and [`T32`] at 0x3000.
 fn memory() -> Arc<MemoryMap> {
-    let mut map = MemoryMap::new();
-    let a: Vec<u8> = A32.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let n = a.len();
-    map.add(Region::new("a32", 0x1000, Space::Any, a.into(), 0, n).unwrap());
-    let t: Vec<u8> = T32.iter().flat_map(|h| h.to_le_bytes()).collect();
-    let n = t.len();
-    map.add(Region::new("t32", 0x3000, Space::Any, t.into(), 0, n).unwrap());
-    Arc::new(map)
+    memory_with(&[("t32", 0x3000, halfwords(&T32))])
 }
 
 fn etm() -> Decoder {
@@ -52,34 +36,6 @@ fn etm() -> Decoder {
 fn ptm() -> Decoder {
     let cfg = ptm_packets::Config::default();
     Decoder::new(DecoderConfig::new(0x13, &SourceConfig::Ptm(cfg)), memory())
-}
-
-fn run(d: &mut Decoder, ops: &[TraceOp]) -> Vec<Event> {
-    let mut out = Vec::new();
-    for (i, op) in ops.iter().enumerate() {
-        d.run_op(i as u64, op, &mut |e| out.push(e));
-    }
-    d.finish(&mut |e| out.push(e));
-    out
-}
-
-fn sync(addr: u32, isa: Isa, reason: SyncReason) -> TraceOp {
-    TraceOp::Sync(Sync {
-        target: Target {
-            addr,
-            isa: Some(isa),
-        },
-        ns: false,
-        hyp: false,
-        context_id: None,
-        reason,
-        cycles: None,
-        lsip: None,
-    })
-}
-
-fn trace_on(addr: u32, isa: Isa) -> TraceOp {
-    sync(addr, isa, SyncReason::TraceOn(TraceOnReason::Filter))
 }
 
 fn periodic(addr: u32, isa: Isa) -> TraceOp {
@@ -100,18 +56,7 @@ fn insns(pattern: &str) -> TraceOp {
 }
 
 fn branch(addr: u32, bits: u8) -> TraceOp {
-    TraceOp::Branch(Branch {
-        target: Target {
-            addr,
-            isa: Some(Isa::A32),
-        },
-        bits,
-        exception: 0,
-        cancel: false,
-        ns: None,
-        hyp: None,
-        cycles: None,
-    })
+    common::branch_bits(addr, Isa::A32, bits, 0)
 }
 
 fn starts(ev: &[Event]) -> Vec<u32> {

@@ -1,0 +1,91 @@
+//! What the decoder tests share: a small A32 program, memory maps made of
+//! it, trace operations built by hand, and a run to the end.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::sync::Arc;
+use trace_core::decode::op::{Branch, Sync, SyncReason, Target, TraceOp};
+use trace_core::decode::Decoder;
+use trace_core::event::{Event, Isa, TraceOnReason};
+use trace_core::memory::{MemoryMap, Region, Space};
+
+/// Where [`A32`] is placed.
+pub const A32_BASE: u32 = 0x1000;
+/// A32 program (encodings from the ARM ARM, A8.8).
+pub const A32: [u32; 10] = [
+    0xE3A0_0000, // 1000 MOV r0, #0
+    0xE280_0001, // 1004 ADD r0, r0, #1
+    0xE350_000A, // 1008 CMP r0, #10
+    0x1AFF_FFFC, // 100C BNE 0x1004   (PC+8 - 16)
+    0xEB00_0002, // 1010 BL 0x1020    (PC+8 + 8)
+    0xEAFF_FFFE, // 1014 B .
+    0xE320_F000, // 1018 NOP
+    0xE320_F000, // 101C NOP
+    0xE280_0001, // 1020 ADD r0, r0, #1
+    0xE12F_FF1E, // 1024 BX lr
+];
+
+/// A map holding [`A32`] at [`A32_BASE`] and `more` (name, address,
+/// little-endian bytes).
+pub fn memory_with(more: &[(&str, u32, Vec<u8>)]) -> Arc<MemoryMap> {
+    let mut map = MemoryMap::new();
+    let a: Vec<u8> = A32.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let n = a.len();
+    map.add(Region::new("a32", A32_BASE, Space::Any, a.into(), 0, n).unwrap());
+    for (name, at, bytes) in more {
+        let n = bytes.len();
+        map.add(Region::new(*name, *at, Space::Any, bytes.clone().into(), 0, n).unwrap());
+    }
+    Arc::new(map)
+}
+
+/// The bytes of T32 halfwords.
+pub fn halfwords(h: &[u16]) -> Vec<u8> {
+    h.iter().flat_map(|h| h.to_le_bytes()).collect()
+}
+
+/// Every operation, then the end of the trace; the events in order.
+pub fn run(d: &mut Decoder, ops: &[TraceOp]) -> Vec<Event> {
+    let mut out = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        d.run_op(i as u64, op, &mut |e| out.push(e));
+    }
+    d.finish(&mut |e| out.push(e));
+    out
+}
+
+/// An I-sync at `addr` for `reason`.
+pub fn sync(addr: u32, isa: Isa, reason: SyncReason) -> TraceOp {
+    TraceOp::Sync(Sync {
+        target: Target {
+            addr,
+            isa: Some(isa),
+        },
+        ns: false,
+        hyp: false,
+        context_id: None,
+        reason,
+        cycles: None,
+        lsip: None,
+    })
+}
+
+/// An I-sync that (re)starts the trace.
+pub fn trace_on(addr: u32, isa: Isa) -> TraceOp {
+    sync(addr, isa, SyncReason::TraceOn(TraceOnReason::Filter))
+}
+
+/// A branch address packet that gave `bits` low bits of `addr`.
+pub fn branch_bits(addr: u32, isa: Isa, bits: u8, exception: u16) -> TraceOp {
+    TraceOp::Branch(Branch {
+        target: Target {
+            addr,
+            isa: Some(isa),
+        },
+        bits,
+        exception,
+        cancel: false,
+        ns: None,
+        hyp: None,
+        cycles: None,
+    })
+}
