@@ -49,10 +49,14 @@ pub fn relative(name: &str) -> Option<PathBuf> {
     (!parts.is_empty()).then(|| parts.iter().collect())
 }
 
-/// Whether `e` says a path led outside the folder (an escaping link).
+/// What an open through a [`Folder`] says of a path that leads outside it.
+const OUTSIDE: &str = "leads outside the snapshot folder";
+
+/// Whether `e`, from [`Folder::open_file`], says the path led outside the
+/// folder (through `..` or a link).
 #[must_use]
 pub fn is_escape(e: &io::Error) -> bool {
-    e.kind() == io::ErrorKind::PermissionDenied && e.to_string().contains("outside")
+    e.kind() == io::ErrorKind::PermissionDenied && e.to_string() == OUTSIDE
 }
 
 impl Folder {
@@ -92,7 +96,19 @@ impl Folder {
             use cap_std::fs::OpenOptionsExt;
             options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
         }
-        let file = self.dir.open_with(name, &options)?.into_std();
+        let file = self
+            .dir
+            .open_with(name, &options)
+            .map_err(|e| {
+                // cap-std's word for a path that escapes the folder.
+                if e.kind() == io::ErrorKind::PermissionDenied && e.to_string().contains("outside")
+                {
+                    io::Error::new(io::ErrorKind::PermissionDenied, OUTSIDE)
+                } else {
+                    e
+                }
+            })?
+            .into_std();
         trace_core::memory::check_regular(&file)?;
         Ok(file)
     }

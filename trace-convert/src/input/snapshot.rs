@@ -197,7 +197,7 @@ impl Snapshot {
             let mut listed: HashSet<PathBuf> = HashSet::new();
             let mut repeated: BTreeMap<PathBuf, usize> = BTreeMap::new();
             for (_, file) in &list.entries {
-                let rel = inside(dir, &top, file)?;
+                let rel = inside(&top, file)?;
                 if !listed.insert(rel.clone()) {
                     *repeated.entry(rel).or_default() += 1;
                     continue;
@@ -242,7 +242,7 @@ impl Snapshot {
         let Some(meta) = ini.section("trace").and_then(|s| s.get("metadata")) else {
             return Ok(snap);
         };
-        let trace_rel = inside(dir, &top, meta)?;
+        let trace_rel = inside(&top, meta)?;
         let trace_path = dir.join(&trace_rel);
         let trace = read_ini(&snap.folder, &trace_rel, &mut snap.notes)?;
         let names = trace
@@ -385,10 +385,10 @@ fn read_ini(folder: &Folder, rel: &Path, notes: &mut Vec<String>) -> Result<Ini,
     Ok(ini)
 }
 
-/// Resolve `name`, written in `file`, to a name relative to `dir` that
-/// stays inside it (`.` and `..` parts applied). Links are checked when
+/// Resolve `name`, written in `file`, to a name relative to the snapshot
+/// folder that stays inside it (`.` and `..` parts applied). Links are checked when
 /// the file is opened, through the open folder.
-fn inside(_dir: &Path, file: &Path, name: &str) -> Result<PathBuf, SnapshotError> {
+fn inside(file: &Path, name: &str) -> Result<PathBuf, SnapshotError> {
     relative(name).ok_or_else(|| SnapshotError::OutsideSnapshot {
         path: file.to_path_buf(),
         value: shown(name),
@@ -588,7 +588,7 @@ fn read_dump(dir: &Path, path: &Path, sec: &Section) -> Result<Dump, SnapshotErr
             reason: "beyond the 32-bit address space".into(),
         });
     }
-    let rel = inside(path, path, file)?;
+    let rel = inside(path, file)?;
     Ok(Dump {
         path: dir.join(&rel),
         file: rel,
@@ -619,7 +619,7 @@ fn read_buffer(dir: &Path, path: &Path, sec: &Section) -> Result<Buffer, Snapsho
             })
         }
     };
-    let rel = inside(dir, path, file)?;
+    let rel = inside(path, file)?;
     Ok(Buffer {
         name: name.to_owned(),
         path: dir.join(&rel),
