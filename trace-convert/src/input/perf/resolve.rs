@@ -239,7 +239,19 @@ pub fn pieces(perf: &PerfData, notes: &mut Vec<String>) -> Vec<Piece> {
             .filter(|(x, cpu)| same_area(x, *cpu, a))
             .collect();
         let raw = mine.iter().any(|(x, _)| x.flags & Aux::RAW != 0);
-        let end = a.offset + a.size;
+        let mut end = a.offset + a.size;
+        // perf pads the data to 8 bytes: the bytes after the last AUX
+        // record's data are not trace.
+        if let Some(covered) = mine
+            .iter()
+            .map(|(x, _)| x.offset.saturating_add(x.size))
+            .filter(|&e| e > a.offset && e < end)
+            .max()
+        {
+            if end - covered < 8 {
+                end = covered;
+            }
+        }
         let mut cuts: Vec<u64> = mine
             .iter()
             .map(|(x, _)| x.offset.saturating_add(x.size))
