@@ -99,6 +99,7 @@ const SAMPLE_TID: u64 = 1 << 1;
 const SAMPLE_CPU: u64 = 1 << 7;
 const SAMPLE_IP: u64 = 1 << 0;
 const SAMPLE_PERIOD: u64 = 1 << 8;
+const SAMPLE_IDENTIFIER: u64 = 1 << 16;
 /// The attribute's flags: exclude_kernel (5), mmap (8), comm (9), task
 /// (13), sample_id_all (18).
 const ATTR_FLAGS: u64 = (1 << 5) | (1 << 8) | (1 << 9) | (1 << 13) | (1 << 18);
@@ -126,9 +127,20 @@ impl Out {
     }
 }
 
-/// A record: header, body, then the sample fields (pid, tid, cpu).
-fn record(out: &mut Out, kind: u32, misc: u16, body: &[u8], sample: Option<(u32, u32, u32)>) {
-    let extra = if sample.is_some() { 16 } else { 0 };
+/// A record: header, body, then the sample fields (pid, tid, cpu, the
+/// event ID).
+fn record(
+    out: &mut Out,
+    kind: u32,
+    misc: u16,
+    body: &[u8],
+    sample: Option<(u32, u32, Option<u32>)>,
+) {
+    let extra = match sample {
+        Some((_, _, Some(_))) => 24,
+        Some(_) => 16,
+        None => 0,
+    };
     let size = 8 + body.len() + extra;
     out.u32(kind);
     out.u16(misc);
@@ -137,8 +149,11 @@ fn record(out: &mut Out, kind: u32, misc: u16, body: &[u8], sample: Option<(u32,
     if let Some((pid, tid, cpu)) = sample {
         out.u32(pid);
         out.u32(tid);
-        out.u32(cpu);
-        out.u32(0);
+        if let Some(cpu) = cpu {
+            out.u32(cpu);
+            out.u32(0);
+        }
+        out.u64(EVENT_ID);
     }
 }
 
@@ -152,13 +167,17 @@ fn padded(s: &str) -> Vec<u8> {
     b
 }
 
-fn attr_bytes(config: u64) -> Vec<u8> {
+/// The attribute; its samples hold the CPU in a per-CPU recording only
+/// (as `perf record` does: perf 6.1 matches a per-thread AUX record to
+/// its buffer only when the record gives no CPU).
+fn attr_bytes(config: u64, per_cpu: bool) -> Vec<u8> {
     let mut a = Out(Vec::new());
     a.u32(PMU_TYPE);
     a.u32(ATTR_SIZE);
     a.u64(config);
     a.u64(1); // sample period
-    a.u64(SAMPLE_IP | SAMPLE_TID | SAMPLE_CPU | SAMPLE_PERIOD);
+    let cpu = if per_cpu { SAMPLE_CPU } else { 0 };
+    a.u64(SAMPLE_IP | SAMPLE_TID | cpu | SAMPLE_PERIOD | SAMPLE_IDENTIFIER);
     a.u64(0); // read format
     a.u64(ATTR_FLAGS);
     while a.0.len() < ATTR_SIZE as usize {
@@ -243,21 +262,22 @@ pub fn write_perf_data(spec: &PerfSpec) -> Vec<u8> {
         out.0.resize(104, 0);
     }
     let config = spec.sources.first().map_or(0, |s| u64::from(s.etmcr));
+    let per_cpu = spec.buffers.iter().any(|b| b.cpu.is_some());
     // Attribute section (file mode): the attribute, then its ID section.
     let mut attrs_at = 0;
     if !spec.piped {
         let ids_at = out.len();
         out.u64(EVENT_ID);
         attrs_at = out.len();
-        out.bytes(&attr_bytes(config));
+        out.bytes(&attr_bytes(config, per_cpu));
         out.u64(ids_at);
         out.u64(8);
     }
     let data_at = out.len();
     let pid = spec.pid;
-    let sample_cpu = |cpu: Option<u32>| Some((pid, pid, cpu.unwrap_or(0)));
+    let sample_cpu = |cpu: Option<u32>| Some((pid, pid, per_cpu.then(|| cpu.unwrap_or(0))));
     if spec.piped {
-        let mut b = attr_bytes(config);
+        let mut b = attr_bytes(config, per_cpu);
         b.extend_from_slice(&EVENT_ID.to_le_bytes());
         record(&mut out, 64, 0, &b, None);
         for (id, bytes) in features(spec, &[]) {
@@ -328,7 +348,7 @@ pub fn write_perf_data(spec: &PerfSpec) -> Vec<u8> {
         while padded_len % 8 != 0 {
             padded_len += 1;
         }
-        index.push((out.len(), 48 + padded_len as u64));
+        index.push((out.len(), 48));
         let idx = match buf.cpu {
             Some(c) => spec.sources.iter().position(|s| s.cpu == c).unwrap_or(n) as u32,
             None => 0,
