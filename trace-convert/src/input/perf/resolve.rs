@@ -46,7 +46,11 @@ pub fn resolve(path: &Path, symfs: Option<&Path>) -> Result<Input, InputError> {
         })
     })?;
     let info = info.map_err(fail)?;
-    let hw_ids = hw_ids(&perf);
+    let only_cpu = match info.cpus.as_slice() {
+        [one] => Some(one.cpu()),
+        _ => None,
+    };
+    let hw_ids = hw_ids(&perf, only_cpu);
     let mut sources = Vec::new();
     let mut skipped = Vec::new();
     let mut others = Vec::new();
@@ -180,11 +184,15 @@ fn protocol_label(p: Protocol) -> &'static str {
 
 /// CPU to trace ID, from AUX_OUTPUT_HW_ID records (bits 7:0 of the
 /// hardware ID, for the CPU of the record's sample fields).
-fn hw_ids(perf: &PerfData) -> BTreeMap<u64, u8> {
+/// A record whose samples carry no CPU (a per-thread recording) counts for
+/// the only CPU of a one-CPU recording.
+fn hw_ids(perf: &PerfData, only_cpu: Option<u64>) -> BTreeMap<u64, u8> {
     let mut ids = BTreeMap::new();
     for r in &perf.records {
-        if let (Body::HwId(hw), Some(cpu)) = (&r.body, r.sample.cpu) {
-            ids.insert(u64::from(cpu), (hw & 0x7F) as u8);
+        if let Body::HwId(hw) = &r.body {
+            if let Some(cpu) = r.sample.cpu.map(u64::from).or(only_cpu) {
+                ids.insert(cpu, (hw & 0x7F) as u8);
+            }
         }
     }
     ids
