@@ -220,7 +220,7 @@ fn same_area(aux: &Aux, cpu: Option<u32>, a: &Auxtrace) -> bool {
     };
     let end = a.offset.saturating_add(a.size);
     let aux_end = aux.offset.saturating_add(aux.size);
-    cpu_ok && aux.offset < end.max(a.offset + 1) && aux_end > a.offset
+    cpu_ok && aux.offset < end.max(a.offset.saturating_add(1)) && aux_end > a.offset
 }
 
 /// The pieces of AUX data: each AUXTRACE buffer, cut where an AUX record
@@ -247,7 +247,10 @@ pub fn pieces(perf: &PerfData, notes: &mut Vec<String>) -> Vec<Piece> {
             .filter(|(x, cpu)| same_area(x, *cpu, a))
             .collect();
         let raw = mine.iter().any(|(x, _)| x.flags & Aux::RAW != 0);
-        let mut end = a.offset + a.size;
+        // The area's end, as far as the AUX offsets can count (the file
+        // holds all `a.size` bytes of trace: `a.data + a.size` cannot
+        // overflow).
+        let mut end = a.offset.saturating_add(a.size);
         // perf pads the data to 8 bytes: the bytes after the last AUX
         // record's data are not trace.
         if let Some(covered) = mine
@@ -270,6 +273,9 @@ pub fn pieces(perf: &PerfData, notes: &mut Vec<String>) -> Vec<Piece> {
         cuts.dedup();
         let mut from = a.offset;
         for cut in cuts {
+            if cut <= from {
+                continue;
+            }
             let start = a.data + (from - a.offset);
             if mine
                 .iter()
