@@ -323,3 +323,34 @@ pub fn decoder(mut data: &[u8]) {
     dec.finish(&mut out);
     let _ = dec.ignored();
 }
+
+/// Fuzz input: a perf.data file. It is read, then its CoreSight pieces of
+/// AUX data are cut. Checks: no panic; reading is deterministic; records
+/// lie inside the data section in increasing order, each AUXTRACE
+/// record's trace inside the file; the AUXTRACE_INFO blocks are as many as
+/// it announces; every piece of AUX data lies inside the file.
+pub fn perf_data(data: &[u8]) {
+    use trace_convert::input::perf::records::Body;
+    use trace_convert::input::perf::resolve::pieces;
+    use trace_convert::input::perf::PerfData;
+    let first = PerfData::parse(data);
+    assert_eq!(first, PerfData::parse(data));
+    let Ok(perf) = first else { return };
+    let len = data.len() as u64;
+    let mut last = None;
+    for r in &perf.records {
+        assert!(r.offset >= perf.header.data.offset && r.offset < len);
+        assert!(last.is_none_or(|l| l < r.offset));
+        last = Some(r.offset);
+        if let Body::Auxtrace(a) = &r.body {
+            assert!(a.data.checked_add(a.size).is_some_and(|e| e <= len));
+        }
+    }
+    if let Some((_, Ok(info))) = &perf.cs_etm {
+        assert_eq!(info.cpus.len() as u64, u64::from(info.nr_cpu));
+    }
+    let mut notes = Vec::new();
+    for p in pieces(&perf, &mut notes) {
+        assert!(p.len > 0 && p.start.checked_add(p.len).is_some_and(|e| e <= len));
+    }
+}

@@ -134,3 +134,25 @@ pub fn read_opencsd(rel: &str) -> Option<Vec<u8>> {
     let path = opencsd_dir()?.join(rel);
     Some(std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
 }
+
+/// The perf.data files recorded by others, with Linux perf's dumps of
+/// them (`../shared/testdata/perf`), or `None` (after printing why) when
+/// absent.
+///
+/// # Panics
+///
+/// When the folder is absent and the `CI` environment variable is set.
+#[must_use]
+pub fn perf_dir() -> Option<PathBuf> {
+    let dir = repo_root().join("../shared/testdata/perf");
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is missing and CI is set",
+        dir.display()
+    );
+    eprintln!("skipping: {} not found", dir.display());
+    None
+}

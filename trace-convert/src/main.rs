@@ -143,7 +143,8 @@ enum LayoutArg {
 /// Where the trace is and how it was configured.
 #[derive(Debug, Args)]
 struct InputArgs {
-    /// A snapshot directory (snapshot.ini) or a capture file.
+    /// A snapshot directory (snapshot.ini), a perf.data file or a capture
+    /// file.
     #[arg(value_name = "SNAPSHOT_DIR|FILE")]
     path: PathBuf,
     #[command(flatten)]
@@ -198,6 +199,10 @@ struct SourceArgs {
     /// ETMv3.4+ alternative branch address encoding (ETMIDR bit 20).
     #[arg(long)]
     alt_branch: bool,
+    /// perf.data input: the directory under which the recorded files are
+    /// found by their absolute path (as `perf report --symfs`).
+    #[arg(long, value_name = "DIR")]
+    symfs: Option<PathBuf>,
 }
 
 fn parse_u32(s: &str) -> Result<u32, String> {
@@ -256,6 +261,7 @@ impl SourceArgs {
                 .and_then(|v| v.strip_prefix("3."))
                 .and_then(|m| m.parse().ok()),
             alt_branch: on(self.alt_branch),
+            symfs: self.symfs.clone(),
         }
     }
 }

@@ -56,3 +56,8 @@ fn snapshot_ini_corpus() {
 fn decoder_corpus() {
     replay("decoder", checks::decoder);
 }
+
+#[test]
+fn perf_data_corpus() {
+    replay("perf_data", checks::perf_data);
+}

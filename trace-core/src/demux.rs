@@ -294,6 +294,20 @@ impl Demux {
         }
     }
 
+    /// This demultiplexer fed a capture that starts at `offset` of a file
+    /// (e.g. a piece of AUX data in a perf.data file): items carry file
+    /// offsets. Frames are counted from `offset`. Call before feeding.
+    #[must_use]
+    pub fn starting_at(mut self, offset: u64) -> Self {
+        self.offset = offset;
+        if let Some(d) = &self.deformatter {
+            if d.mode() == FrameMode::Memory {
+                self.deformatter = Some(Deformatter::resume_memory(offset, None));
+            }
+        }
+        self
+    }
+
     /// Trace IDs with a parser so far.
     #[must_use]
     pub fn ids(&self) -> Vec<u8> {

@@ -81,6 +81,7 @@ mod error;
 mod etm;
 pub mod flow;
 mod options;
+pub mod perf;
 mod ptm;
 mod repeat;
 mod rstack;

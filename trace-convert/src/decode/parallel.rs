@@ -194,7 +194,8 @@ pub fn decode_capture_with(
     each: impl FnMut(&Event) -> io::Result<()>,
 ) -> Result<DecodeSummary, ReadError> {
     let size = spec.size();
-    if opts.jobs <= 1 || size < opts.min_parallel_bytes {
+    // A range of a file (perf.data AUX data) is decoded on this thread.
+    if opts.jobs <= 1 || size < opts.min_parallel_bytes || spec.range.is_some() {
         return super::decode_sequential(spec, memory, each);
     }
     decode_parallel(spec, memory, opts, each).map(|(s, _)| s)
@@ -238,7 +239,7 @@ pub(crate) fn decode_to<T: Take>(
     each: &mut T,
 ) -> Result<DecodeSummary, ReadError> {
     let size = spec.size();
-    if opts.jobs <= 1 || size < opts.min_parallel_bytes {
+    if opts.jobs <= 1 || size < opts.min_parallel_bytes || spec.range.is_some() {
         return super::in_parts::decode_sequential_parts(
             spec,
             memory,
@@ -409,6 +410,17 @@ fn decode_chunks<T: Take>(
     each: &mut T,
 ) -> Result<(DecodeSummary, ParallelStats), ReadError> {
     let (layout, raw_id) = match spec.layout {
+        // A range of a file (perf.data AUX data) is decoded on this thread.
+        _ if spec.range.is_some() => {
+            return super::in_parts::decode_sequential_parts(
+                spec,
+                memory,
+                parts.as_deref(),
+                opts.part_bytes,
+                each,
+            )
+            .map(|s| (s, ParallelStats::default()));
+        }
         FrameMode::Raw { id } => (Layout::Raw, id & 0x7F),
         FrameMode::Memory => (Layout::Frames, 0),
         FrameMode::Continuous => {

@@ -57,6 +57,9 @@ pub struct SourceFlags {
     /// ETMIDR bit 20: ETMv3.4+ alternative branch address encoding
     /// (`--alt-branch`).
     pub alt_branch: Option<bool>,
+    /// Where the files mapped in a perf.data recording are found, by
+    /// their absolute path under it (`--symfs`).
+    pub symfs: Option<std::path::PathBuf>,
 }
 
 /// Typical ETMv3.5 ETMIDR (Cortex-A7) and ETMCCER (timestamps implemented,
@@ -179,6 +182,7 @@ impl SourceFlags {
             any_id,
             skipped: Vec::new(),
             within: None,
+            range: None,
         })
     }
 }

@@ -4,6 +4,7 @@
 pub mod flags;
 pub mod folder;
 pub mod ini;
+pub mod perf;
 pub mod shown;
 pub mod snapshot;
 pub mod source;
@@ -42,6 +43,14 @@ pub enum InputError {
         /// The trace IDs and names the snapshot has, readable.
         present: String,
     },
+    /// A perf.data file could not be used.
+    #[error("{path}: {source}")]
+    Perf {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        source: perf::PerfError,
+    },
     /// A source's registers do not describe a usable configuration.
     #[error("{name} (trace ID {id:#04x}): {reason}")]
     BadConfig {
@@ -64,22 +73,68 @@ pub struct Input {
     pub snapshot: Option<Snapshot>,
 }
 
-/// Resolve `path`, a snapshot directory or a capture file, with `flags`.
+/// Resolve `path`, a snapshot directory, a perf.data file (known by its
+/// magic) or a capture file, with `flags`.
 ///
-/// For a snapshot, register-level flags refine every source's registers
-/// and `--trace-id` keeps only that source.
+/// For a snapshot or a perf.data file, register-level flags refine every
+/// source's registers and `--trace-id` keeps only that source.
 ///
 /// # Errors
 ///
 /// [`InputError`] when the path does not exist, the snapshot is broken or
-/// names no buffer, or a capture file comes without a protocol.
+/// names no buffer, the perf.data file is damaged or holds no ETMv3/PTM
+/// trace, or a capture file comes without a protocol.
 pub fn resolve(path: &Path, flags: &SourceFlags) -> Result<Input, InputError> {
+    if !path.is_dir() && starts_like_perf_data(path) {
+        let input = perf::resolve::resolve(path, flags.symfs.as_deref())?;
+        return refine(path, input, flags);
+    }
     if path.is_dir() {
         let snap = Snapshot::read(path)?;
-        let mut captures = CaptureSpec::from_snapshot(&snap);
+        let captures = CaptureSpec::from_snapshot(&snap);
         if captures.is_empty() {
             return Err(InputError::NoBuffers(path.to_path_buf()));
         }
+        return refine(
+            path,
+            Input {
+                captures,
+                snapshot: Some(snap),
+            },
+            flags,
+        );
+    }
+    if !path.exists() {
+        return Err(InputError::NotFound(path.to_path_buf()));
+    }
+    let capture = flags
+        .capture(path)
+        .ok_or_else(|| InputError::NoProtocol(path.to_path_buf()))?;
+    Ok(Input {
+        captures: vec![capture],
+        snapshot: None,
+    })
+}
+
+/// Whether the regular file `path` starts with the perf.data magic.
+fn starts_like_perf_data(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 8];
+    trace_core::memory::open_regular(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && perf::is_perf_data(&head)
+}
+
+/// Apply `flags` to the sources of `input` (a snapshot's or a perf.data
+/// file's): `--trace-id` keeps only that source, register-level flags
+/// refine every source's registers.
+fn refine(path: &Path, input: Input, flags: &SourceFlags) -> Result<Input, InputError> {
+    let Input {
+        mut captures,
+        snapshot,
+    } = input;
+    {
         if let Some(id) = flags.trace_id {
             let all: Vec<&SourceSpec> = captures.iter().flat_map(|c| &c.sources).collect();
             if !all.iter().any(|s| s.id == id) {
@@ -110,21 +165,8 @@ pub fn resolve(path: &Path, flags: &SourceFlags) -> Result<Input, InputError> {
                 s.regs = flags.apply(s.regs);
             }
         }
-        return Ok(Input {
-            captures,
-            snapshot: Some(snap),
-        });
     }
-    if !path.exists() {
-        return Err(InputError::NotFound(path.to_path_buf()));
-    }
-    let capture = flags
-        .capture(path)
-        .ok_or_else(|| InputError::NoProtocol(path.to_path_buf()))?;
-    Ok(Input {
-        captures: vec![capture],
-        snapshot: None,
-    })
+    Ok(Input { captures, snapshot })
 }
 
 impl SourceSpec {

@@ -94,6 +94,10 @@ pub struct CaptureSpec {
     /// name in it, through which the file is opened (while `path` still
     /// names that file).
     pub within: Option<(Folder, PathBuf)>,
+    /// The part of the file that holds the capture, as its offset and
+    /// length (a piece of AUX data in a perf.data file); `None`: all of
+    /// it. Offsets in packets and events stay offsets in the file.
+    pub range: Option<(u64, u64)>,
 }
 
 impl CaptureSpec {
@@ -112,10 +116,13 @@ impl CaptureSpec {
         }
     }
 
-    /// The size of the capture file, 0 when it cannot be opened (the
-    /// error comes when it is read).
+    /// The size of the capture (of its range of the file), 0 when it
+    /// cannot be opened (the error comes when it is read).
     #[must_use]
     pub fn size(&self) -> u64 {
+        if let Some((_, len)) = self.range {
+            return len;
+        }
         self.open()
             .and_then(|f| f.metadata())
             .map_or(0, |m| m.len())
@@ -200,6 +207,7 @@ impl CaptureSpec {
                     any_id: None,
                     skipped,
                     within: Some((snap.folder.clone(), buffer.file.clone())),
+                    range: None,
                 }
             })
             .collect()

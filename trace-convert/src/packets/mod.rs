@@ -95,7 +95,17 @@ pub fn stream_capture(
         path: spec.path.clone(),
         source,
     };
-    let mut file = spec.open().map_err(io_err)?;
+    let file = spec.open().map_err(io_err)?;
+    let mut file: Box<dyn Read> = match spec.range {
+        Some((start, len)) => {
+            use std::io::{Seek, SeekFrom};
+            let mut file = file;
+            file.seek(SeekFrom::Start(start)).map_err(io_err)?;
+            demux = demux.starting_at(start);
+            Box::new(file.take(len))
+        }
+        None => Box::new(file),
+    };
     let mut buf = vec![0u8; CHUNK];
     let mut items = Vec::new();
     let mut bytes = 0u64;

@@ -1,0 +1,445 @@
+//! A perf.data recording as an [`Input`]: one capture per piece of AUX
+//! data (an AUXTRACE buffer, cut where an AUX record ends inside it), the
+//! ETMv3/PTM sources of AUXTRACE_INFO, and the code of the executable
+//! mappings as the memory of every CPU.
+
+use super::auxtrace::{unit_name, CpuBlock, TRACE_ID_UNSET};
+use super::records::{Aux, Auxtrace, Body, Mmap};
+use super::{PerfData, PerfError};
+use crate::input::folder::Folder;
+use crate::input::shown::shown;
+use crate::input::snapshot::{Device, Dump, Snapshot};
+use crate::input::source::{CaptureSpec, Protocol, SourceRegs, SourceSpec};
+use crate::input::{Input, InputError};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use trace_core::frames::FrameMode;
+use trace_core::memory::Contents;
+
+/// Read the perf.data file at `path` and describe its trace, looking for
+/// the mapped files under `symfs` (when given) and in the build-ID cache.
+///
+/// # Errors
+///
+/// [`InputError::Perf`] when the file cannot be read or is damaged, holds
+/// no CoreSight configuration or AUX data, or only trace of units other
+/// than ETMv3 and PTM.
+pub fn resolve(path: &Path, symfs: Option<&Path>) -> Result<Input, InputError> {
+    let fail = |source: PerfError| InputError::Perf {
+        path: path.to_path_buf(),
+        source,
+    };
+    let contents = trace_core::memory::open_regular(path)
+        .and_then(|f| Contents::map(&f))
+        .map_err(|e| {
+            fail(PerfError::Bad {
+                offset: 0,
+                what: format!("cannot read the file: {e}"),
+            })
+        })?;
+    let perf = PerfData::parse(contents.bytes()).map_err(fail)?;
+    let mut notes = Vec::new();
+    let (info_at, info) = perf.cs_etm.clone().ok_or_else(|| {
+        fail(PerfError::Bad {
+            offset: perf.header.data.offset,
+            what: "no AUXTRACE_INFO record: the recording holds no CoreSight trace (record with -e cs_etm//)".into(),
+        })
+    })?;
+    let info = info.map_err(fail)?;
+    let only_cpu = match info.cpus.as_slice() {
+        [one] => Some(one.cpu()),
+        _ => None,
+    };
+    let hw_ids = hw_ids(&perf, only_cpu);
+    let mut sources = Vec::new();
+    let mut skipped = Vec::new();
+    let mut others = Vec::new();
+    for block in &info.cpus {
+        match block {
+            CpuBlock::EtmV3(e) => {
+                let protocol = if e.is_ptm() {
+                    Protocol::Ptm
+                } else {
+                    Protocol::Etmv3
+                };
+                let name = format!("{} cpu{}", protocol_label(protocol), e.cpu);
+                let id = match hw_ids.get(&e.cpu) {
+                    Some(&id) => Some(id),
+                    None if e.traceid & TRACE_ID_UNSET != 0 => None,
+                    None => Some((e.traceid & 0x7F) as u8),
+                };
+                let Some(id) = id else {
+                    skipped.push((
+                        name,
+                        "its trace ID is not in AUXTRACE_INFO and no AUX_OUTPUT_HW_ID record gives it".into(),
+                    ));
+                    continue;
+                };
+                let word = |v: u64, n: &str| {
+                    u32::try_from(v).map_err(|_| {
+                        fail(PerfError::Bad {
+                            offset: info_at,
+                            what: format!(
+                                "AUXTRACE_INFO, CPU {}: {n} {v:#x} is beyond 32 bits",
+                                e.cpu
+                            ),
+                        })
+                    })
+                };
+                sources.push(SourceSpec {
+                    name,
+                    id,
+                    protocol,
+                    regs: SourceRegs {
+                        etmcr: word(e.etmcr, "ETMCR")?,
+                        etmccer: word(e.etmccer, "ETMCCER")?,
+                        etmidr: word(e.etmidr, "ETMIDR")?,
+                    },
+                    core: Some(format!("cpu{}", e.cpu)),
+                });
+            }
+            CpuBlock::Other { magic, cpu, .. } => {
+                let unit = unit_name(*magic);
+                skipped.push((
+                    format!("cpu{cpu}"),
+                    format!("{unit} trace is not supported (only ETMv3 and PTM)"),
+                ));
+                others.push(format!("CPU {cpu}: {unit}"));
+            }
+        }
+    }
+    if sources.is_empty() {
+        let what = if others.is_empty() {
+            "AUXTRACE_INFO describes no ETMv3 or PTM source".to_owned()
+        } else {
+            format!(
+                "this recording holds trace this toolkit does not decode ({}); only ETMv3 and PTM are supported",
+                others.join(", ")
+            )
+        };
+        return Err(fail(PerfError::Bad {
+            offset: info_at,
+            what,
+        }));
+    }
+    sources.sort_by_key(|s| s.id);
+    let pieces = pieces(&perf, &mut notes);
+    if pieces.is_empty() {
+        let aux = perf
+            .records
+            .iter()
+            .filter(|r| matches!(r.body, Body::Aux(_)))
+            .count();
+        return Err(fail(PerfError::Bad {
+            offset: perf.header.data.offset,
+            what: format!(
+                "no AUX data: no AUXTRACE record holds trace ({aux} AUX records announce data that was not saved)"
+            ),
+        }));
+    }
+    let mut captures = Vec::new();
+    for p in pieces {
+        let layout = if p.raw {
+            let by_cpu = sources
+                .iter()
+                .find(|s| s.core.as_deref() == Some(&format!("cpu{}", p.cpu)));
+            let id = by_cpu.or(sources.first()).map_or(0, |s| s.id);
+            FrameMode::Raw { id }
+        } else {
+            FrameMode::Memory
+        };
+        let srcs = match layout {
+            FrameMode::Raw { id } => sources.iter().filter(|s| s.id == id).cloned().collect(),
+            _ => sources.clone(),
+        };
+        captures.push(CaptureSpec {
+            path: path.to_path_buf(),
+            layout,
+            sources: srcs,
+            any_id: None,
+            skipped: skipped.clone(),
+            within: None,
+            range: Some((p.start, p.len)),
+        });
+    }
+    let dumps = dumps(&perf, symfs, &mut notes);
+    let snapshot = snapshot_of(path, &sources, dumps, notes).map_err(|e| {
+        fail(PerfError::Bad {
+            offset: 0,
+            what: format!("cannot open the file system root to read mapped files: {e}"),
+        })
+    })?;
+    Ok(Input {
+        captures,
+        snapshot: Some(snapshot),
+    })
+}
+
+fn protocol_label(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Etmv3 => "ETM",
+        Protocol::Ptm => "PTM",
+    }
+}
+
+/// CPU to trace ID, from AUX_OUTPUT_HW_ID records (bits 7:0 of the
+/// hardware ID, for the CPU of the record's sample fields).
+/// A record whose samples carry no CPU (a per-thread recording) counts for
+/// the only CPU of a one-CPU recording.
+fn hw_ids(perf: &PerfData, only_cpu: Option<u64>) -> BTreeMap<u64, u8> {
+    let mut ids = BTreeMap::new();
+    for r in &perf.records {
+        if let Body::HwId(hw) = &r.body {
+            if let Some(cpu) = r.sample.cpu.map(u64::from).or(only_cpu) {
+                ids.insert(cpu, (hw & 0x7F) as u8);
+            }
+        }
+    }
+    ids
+}
+
+/// A piece of AUX data decoded on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    /// File offset of its first byte.
+    pub start: u64,
+    /// Bytes.
+    pub len: u64,
+    /// The CPU of its AUXTRACE buffer (`u32::MAX`: per-thread).
+    pub cpu: u32,
+    /// One source's bytes, not CoreSight frames.
+    pub raw: bool,
+}
+
+/// Whether AUX record `aux` (of CPU `cpu`, when known) is about buffer
+/// `a`'s part of the AUX area.
+fn same_area(aux: &Aux, cpu: Option<u32>, a: &Auxtrace) -> bool {
+    let cpu_ok = match cpu {
+        Some(c) => a.cpu == u32::MAX || c == a.cpu,
+        None => true,
+    };
+    let end = a.offset.saturating_add(a.size);
+    let aux_end = aux.offset.saturating_add(aux.size);
+    cpu_ok && aux.offset < end.max(a.offset.saturating_add(1)) && aux_end > a.offset
+}
+
+/// The pieces of AUX data: each AUXTRACE buffer, cut where an AUX record
+/// of its area ends inside it (each AUX record is one drain of the trace
+/// sink: the trace does not run on across it). A piece that starts where
+/// an AUX record with the truncated flag starts follows lost trace: a
+/// note says so.
+pub fn pieces(perf: &PerfData, notes: &mut Vec<String>) -> Vec<Piece> {
+    let auxes: Vec<(Aux, Option<u32>)> = perf
+        .records
+        .iter()
+        .filter_map(|r| match r.body {
+            Body::Aux(a) => Some((a, r.sample.cpu)),
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (r, a) in perf.auxtraces() {
+        if a.size == 0 {
+            continue;
+        }
+        let mine: Vec<&(Aux, Option<u32>)> = auxes
+            .iter()
+            .filter(|(x, cpu)| same_area(x, *cpu, a))
+            .collect();
+        let raw = mine.iter().any(|(x, _)| x.flags & Aux::RAW != 0);
+        // The area's end, as far as the AUX offsets can count (the file
+        // holds all `a.size` bytes of trace: `a.data + a.size` cannot
+        // overflow).
+        let mut end = a.offset.saturating_add(a.size);
+        // perf pads the data to 8 bytes: the bytes after the last AUX
+        // record's data are not trace.
+        if let Some(covered) = mine
+            .iter()
+            .map(|(x, _)| x.offset.saturating_add(x.size))
+            .filter(|&e| e > a.offset && e < end)
+            .max()
+        {
+            if end - covered < 8 {
+                end = covered;
+            }
+        }
+        let mut cuts: Vec<u64> = mine
+            .iter()
+            .map(|(x, _)| x.offset.saturating_add(x.size))
+            .filter(|&e| e > a.offset && e < end)
+            .collect();
+        cuts.push(end);
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut from = a.offset;
+        for cut in cuts {
+            if cut <= from {
+                continue;
+            }
+            let start = a.data + (from - a.offset);
+            if mine
+                .iter()
+                .any(|(x, _)| x.offset == from && x.flags & Aux::TRUNCATED != 0)
+            {
+                notes.push(format!(
+                    "AUX data at offset {start} (AUXTRACE record at {}, CPU {}): the trace buffer wrapped before it and trace was lost; decoding starts again there",
+                    r.offset,
+                    cpu_text(a.cpu)
+                ));
+            }
+            out.push(Piece {
+                start,
+                len: cut - from,
+                cpu: a.cpu,
+                raw,
+            });
+            from = cut;
+        }
+    }
+    out
+}
+
+fn cpu_text(cpu: u32) -> String {
+    if cpu == u32::MAX {
+        "any".into()
+    } else {
+        cpu.to_string()
+    }
+}
+
+/// Where the mapped file `m` is found: under `symfs`, in the build-ID
+/// cache, or (without `symfs`) at its own path.
+fn find_file(m: &Mmap, build_id: Option<&str>, symfs: Option<&Path>) -> Option<PathBuf> {
+    let name = Path::new(&m.filename);
+    let mut tries = Vec::new();
+    if let Some(dir) = symfs {
+        let rel = name.strip_prefix("/").unwrap_or(name);
+        tries.push(dir.join(rel));
+        if let Some(base) = name.file_name() {
+            tries.push(dir.join(base));
+        }
+    }
+    if let Some(id) = build_id.filter(|id| id.len() > 2) {
+        let cache = std::env::var_os("PERF_BUILDID_DIR")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".debug")));
+        if let Some(cache) = cache {
+            let link = cache.join(".build-id").join(&id[..2]).join(&id[2..]);
+            tries.push(link.join("elf"));
+            tries.push(link);
+        }
+    }
+    if symfs.is_none() && name.is_absolute() {
+        tries.push(name.to_path_buf());
+    }
+    tries.into_iter().find(|p| p.is_file())
+}
+
+/// The memory dumps of the executable mappings whose files are found.
+fn dumps(perf: &PerfData, symfs: Option<&Path>, notes: &mut Vec<String>) -> Vec<Dump> {
+    let ids: BTreeMap<&str, String> = perf
+        .features
+        .build_ids
+        .iter()
+        .map(|b| (b.filename.as_str(), b.hex()))
+        .collect();
+    let mut out = Vec::new();
+    let mut missing: BTreeMap<String, u64> = BTreeMap::new();
+    for r in &perf.records {
+        let Body::Mmap(m) = &r.body else { continue };
+        if !m.exec || m.len == 0 {
+            continue;
+        }
+        if m.start.saturating_add(m.len) > 1 << 32 {
+            *missing
+                .entry(format!("{} (above 4 GiB)", shown(&m.filename)))
+                .or_default() += 1;
+            continue;
+        }
+        let id = m
+            .build_id
+            .as_ref()
+            .map(|b| b.iter().map(|x| format!("{x:02x}")).collect::<String>())
+            .or_else(|| ids.get(m.filename.as_str()).cloned());
+        let Some(found) = find_file(m, id.as_deref(), symfs) else {
+            *missing.entry(shown(&m.filename)).or_default() += 1;
+            continue;
+        };
+        let Ok(real) = std::fs::canonicalize(&found) else {
+            continue;
+        };
+        let Some(file) = real.strip_prefix("/").ok().map(Path::to_path_buf) else {
+            continue;
+        };
+        let Ok(size) = std::fs::metadata(&real).map(|md| md.len()) else {
+            continue;
+        };
+        if m.pgoff >= size {
+            notes.push(format!(
+                "{}: mapped from offset {:#x}, past its end ({size} bytes): not used",
+                found.display(),
+                m.pgoff
+            ));
+            continue;
+        }
+        out.push(Dump {
+            path: found.clone(),
+            file,
+            address: m.start,
+            length: Some(m.len.min(size - m.pgoff)),
+            offset: m.pgoff,
+            space: None,
+            section: format!("mmap at offset {}", r.offset),
+        });
+    }
+    for (name, n) in missing {
+        notes.push(format!(
+            "{name}: mapped {n} time(s) but not found ({}): code there is not decoded",
+            match symfs {
+                Some(d) => format!(
+                    "looked under --symfs {} and in the build-ID cache",
+                    d.display()
+                ),
+                None =>
+                    "give --symfs DIR, run perf archive on the recording machine, or give --elf"
+                        .into(),
+            }
+        ));
+    }
+    out
+}
+
+/// The snapshot that stands for the recording: per CPU, a core device
+/// whose dumps are the mapped files, and the trace source bound to it.
+fn snapshot_of(
+    path: &Path,
+    sources: &[SourceSpec],
+    dumps: Vec<Dump>,
+    notes: Vec<String>,
+) -> std::io::Result<Snapshot> {
+    let folder = Folder::open(Path::new("/"))?;
+    let mut devices = Vec::new();
+    let mut core_sources = Vec::new();
+    for s in sources {
+        let core = s.core.clone().unwrap_or_else(|| s.name.clone());
+        devices.push(Device {
+            name: core.clone(),
+            class: "core".into(),
+            kind: String::new(),
+            regs: Vec::new(),
+            dumps: dumps.clone(),
+            file: path.to_path_buf(),
+        });
+        core_sources.push((core, s.name.clone()));
+    }
+    Ok(Snapshot {
+        dir: path.to_path_buf(),
+        folder,
+        devices,
+        buffers: Vec::new(),
+        source_buffers: Vec::new(),
+        core_sources,
+        timestamp_hz: None,
+        notes,
+    })
+}
