@@ -2,7 +2,9 @@
 //! parser per trace source.
 
 use crate::frames::{Deformatter, FrameEvent, FrameMode, Run};
-use std::fmt;
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::fmt;
 
 /// Configuration of one trace source's packet parser.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,7 +92,7 @@ impl fmt::Display for PacketError {
     }
 }
 
-impl std::error::Error for PacketError {}
+impl core::error::Error for PacketError {}
 
 /// What [`Demux`] hands on, in capture order per trace ID.
 #[derive(Debug, Clone, PartialEq, Eq)]

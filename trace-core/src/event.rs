@@ -185,8 +185,8 @@ pub struct Instructions<'a> {
     it: isa_decode::ItState,
 }
 
-impl std::fmt::Debug for Instructions<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl core::fmt::Debug for Instructions<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Instructions")
             .field("addr", &self.addr)
             .field("left", &self.left)

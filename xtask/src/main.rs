@@ -1,13 +1,14 @@
 //! Development tasks, run as `cargo xtask <task>`:
 //!
-//! - `ci`: formatting, lints, the whole test suite and conformance: what
-//!   `.ci/run` runs.
+//! - `ci`: formatting, lints, the `no_std` builds for a Cortex-M target,
+//!   the whole test suite and conformance: what `.ci/run` runs.
 //! - `conformance`: our packets against OpenCSD's listings of the real
 //!   captures in `../shared/testdata/opencsd` and the third-party ones in
 //!   `../shared/testdata/real`; with `--decode`, our decoded events
 //!   against OpenCSD's decode listings, every instruction against ARM
 //!   DS-5's dumps, and the third-party captures' instructions against
 //!   OpenCSD's.
+//! - `no-std`: the `no_std` builds alone (see [`no_std::run`]).
 //! - `bench`: packet parsing and full decode throughput on large inputs
 //!   built from the real captures.
 //! - `gen-corpus`: build the programs in `corpus/` and record their
@@ -24,6 +25,7 @@ mod conformance_real;
 mod corpus;
 mod example;
 mod listing;
+mod no_std;
 mod real_categories;
 mod real_decode;
 mod real_packets;
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
                 args.iter().any(|a| a == "--verbose"),
             ),
         ),
+        Some("no-std") => no_std::run(),
         Some("bench") => bench::run(&testdata_dir(), &args[1..]),
         Some("bench-decode") => bench::child(&args[1..]),
         Some("gen-corpus") => corpus::generate().and_then(|()| example::generate()),
@@ -56,7 +59,7 @@ fn main() -> ExitCode {
         Some("check-corpus") => corpus::check(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | conformance [--decode] [--verbose] | bench [--size-mb N] \
+                "usage: cargo xtask <ci | conformance [--decode] [--verbose] | no-std | bench [--size-mb N] \
                  | gen-corpus | gen-example | check-corpus [--qemu]>"
             );
             return ExitCode::from(2);
@@ -115,6 +118,7 @@ fn ci() -> Result<(), String> {
         "-D",
         "warnings",
     ])?;
+    no_std::run()?;
     conformance::run(&testdata_dir(), &[])?;
     conformance_real::run_packets(&test_support::real_path(), false)?;
     conformance_decode::run(&testdata_dir(), false)?;

@@ -6,9 +6,11 @@
 
 use crate::event::{InsnClass, Isa, Range};
 use crate::memory::{MemoryImage, Space};
+use alloc::vec;
+use alloc::vec::Vec;
+use core::hash::{BuildHasherDefault, Hasher};
+use hashbrown::HashMap;
 use isa_decode::{ItState, Kind};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// Most instructions walked looking for a waypoint before giving up.
 pub const WALK_LIMIT: u32 = 4096;
@@ -136,8 +138,8 @@ pub struct BlockCache {
     pub generation: u32,
 }
 
-impl std::fmt::Debug for BlockCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl core::fmt::Debug for BlockCache {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("BlockCache")
             .field("blocks", &self.blocks.len())
             .field("insns", &self.arena.len())

@@ -6,7 +6,7 @@ use super::op::{Branch, InsnAtoms, Sync, SyncReason, Target, TraceOp};
 use super::rstack::{self, ReturnStack};
 use crate::event::{Check, Context, Event, EventKind, GapReason, Isa, Range, TraceOnReason};
 use crate::memory::{MemoryImage, Space};
-use std::sync::Arc;
+use alloc::sync::Arc;
 
 /// Which atom semantics the engine applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,8 +112,8 @@ pub struct FlowState {
     cur_isa: Isa,
 }
 
-impl std::fmt::Debug for Engine {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl core::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Engine")
             .field("id", &self.id)
             .field("flavor", &self.flavor)
@@ -280,7 +280,7 @@ impl Engine {
         let mut empty = BlockCache::default();
         empty.barriers = self.cache.barriers;
         self.forget_blocks();
-        std::mem::replace(&mut self.cache, empty)
+        core::mem::replace(&mut self.cache, empty)
     }
 
     /// Use `cache` (made for the same memory image and barrier setting)

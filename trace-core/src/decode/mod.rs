@@ -32,8 +32,8 @@ pub use op::TraceOp;
 use crate::demux::{AnyPacket, SourceConfig};
 use crate::event::Event;
 use crate::memory::MemoryImage;
+use alloc::sync::Arc;
 use engine::{Engine, Flavor};
-use std::sync::Arc;
 
 /// ETMCCER bit 24 (PTM): DMB and DSB are waypoints.
 pub const ETMCCER_BARRIER_WAYPOINTS: u32 = 1 << 24;
@@ -258,8 +258,8 @@ pub struct CodeCache {
     blocks: block::BlockCache,
 }
 
-impl std::fmt::Debug for CodeCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl core::fmt::Debug for CodeCache {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("CodeCache")
             .field("blocks", &self.blocks)
             .finish_non_exhaustive()

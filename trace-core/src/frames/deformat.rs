@@ -1,6 +1,7 @@
 //! Frame deformatter: captured bytes in, per-source runs out.
 
 use super::{is_source_id, FrameMode, Run, FRAME_SIZE, NULL_ID};
+use alloc::vec::Vec;
 
 /// Why bytes were not handed on as a source's data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

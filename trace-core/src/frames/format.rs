@@ -1,6 +1,7 @@
 //! Frame formatter: per-source bytes in, formatter frames out.
 
 use super::{FrameMode, FRAME_SIZE, FSYNC, NULL_ID};
+use alloc::vec::Vec;
 
 /// What one of a frame's 15 payload slots holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,10 +2,14 @@
 //! files, and mapped rather than read, so an image costs memory only for
 //! the pages the decoder touches.
 
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+#[cfg(feature = "std")]
 use std::fs::File;
+#[cfg(feature = "std")]
 use std::io;
+#[cfg(feature = "std")]
 use std::path::Path;
-use std::sync::Arc;
 
 /// Open `path` for reading, refusing anything but a regular file.
 ///
@@ -17,6 +21,7 @@ use std::sync::Arc;
 ///
 /// The error of opening the file, or [`io::ErrorKind::InvalidInput`] when
 /// it is a FIFO, a device, a socket or a directory.
+#[cfg(feature = "std")]
 pub fn open_regular(path: &Path) -> io::Result<File> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
@@ -36,6 +41,7 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
 ///
 /// [`io::ErrorKind::InvalidInput`] naming what the file is instead, or
 /// the error of reading its metadata.
+#[cfg(feature = "std")]
 pub fn check_regular(file: &File) -> io::Result<()> {
     let kind = file.metadata()?.file_type();
     if kind.is_file() {
@@ -47,6 +53,7 @@ pub fn check_regular(file: &File) -> io::Result<()> {
     ))
 }
 
+#[cfg(feature = "std")]
 fn kind_name(kind: std::fs::FileType) -> &'static str {
     #[cfg(unix)]
     {
@@ -78,6 +85,7 @@ pub struct Contents(Store);
 #[derive(Debug, Clone)]
 enum Store {
     Owned(Arc<[u8]>),
+    #[cfg(feature = "std")]
     Mapped(Arc<memmap2::Mmap>),
 }
 
@@ -90,6 +98,7 @@ impl Contents {
     /// # Errors
     ///
     /// The errors of [`check_regular`], or of mapping the file.
+    #[cfg(feature = "std")]
     pub fn map(file: &File) -> io::Result<Contents> {
         check_regular(file)?;
         if file.metadata()?.len() == 0 {
@@ -112,6 +121,7 @@ impl Contents {
     /// # Errors
     ///
     /// The errors of [`open_regular`] and [`Contents::map`].
+    #[cfg(feature = "std")]
     pub fn map_path(path: &Path) -> io::Result<Contents> {
         Contents::map(&open_regular(path)?)
     }
@@ -122,6 +132,7 @@ impl Contents {
     pub fn bytes(&self) -> &[u8] {
         match &self.0 {
             Store::Owned(b) => b,
+            #[cfg(feature = "std")]
             Store::Mapped(m) => m,
         }
     }
@@ -151,7 +162,7 @@ impl From<Vec<u8>> for Contents {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "std"))]
 mod tests {
     use super::*;
 

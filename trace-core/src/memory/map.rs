@@ -1,9 +1,15 @@
 //! A set of memory regions with fast address lookup.
 
 use super::{CodeKind, Contents, MemoryError, MemoryImage, Space};
-use std::collections::BinaryHeap;
+use alloc::boxed::Box;
+use alloc::collections::BinaryHeap;
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use once_cell::race::OnceBox;
+#[cfg(feature = "std")]
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
 
 /// A contiguous block of memory contents at an address.
 #[derive(Debug, Clone)]
@@ -113,8 +119,9 @@ pub struct MemoryMap {
     /// Regions in the order they were added.
     regions: Vec<Region>,
     /// Per access space (`Any`, `Secure`, `NonSecure`): disjoint ranges
-    /// `(start, end, region index)` sorted by start.
-    lookup: OnceLock<[Table; 3]>,
+    /// `(start, end, region index)` sorted by start. Threads that race to
+    /// the first lookup may each build them; one copy is kept.
+    lookup: OnceBox<[Table; 3]>,
     /// Mapping symbols: (address, kind), sorted by address.
     code_kinds: Vec<(u32, CodeKind)>,
 }
@@ -179,12 +186,15 @@ impl MemoryMap {
     /// Add a region; where it overlaps earlier ones, it wins.
     pub fn add(&mut self, region: Region) {
         self.regions.push(region);
-        self.lookup = OnceLock::new();
+        self.lookup = OnceBox::new();
     }
 
     fn tables(&self) -> &[Table; 3] {
         self.lookup.get_or_init(|| {
-            [Space::Any, Space::Secure, Space::NonSecure].map(|space| flatten(&self.regions, space))
+            Box::new(
+                [Space::Any, Space::Secure, Space::NonSecure]
+                    .map(|space| flatten(&self.regions, space)),
+            )
         })
     }
 
@@ -198,6 +208,7 @@ impl MemoryMap {
     /// [`MemoryError::Io`] when the file cannot be opened or is not a
     /// regular file, [`MemoryError::BadRegion`] when the selection lies
     /// outside the file or the address space.
+    #[cfg(feature = "std")]
     pub fn add_file(
         &mut self,
         path: &Path,

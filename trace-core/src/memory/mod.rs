@@ -4,16 +4,22 @@
 //! address in a memory space, and, where the image knows it (ELF mapping
 //! symbols), which instruction set the code at an address is in.
 //! [`MemoryMap`] implements it over any number of [`Region`]s built from
-//! raw binaries ([`MemoryMap::add_file`]), snapshot memory dumps, or ELF
-//! files ([`MemoryMap::add_elf`]).
+//! buffers ([`Region::new`]), raw binaries (`MemoryMap::add_file`),
+//! snapshot memory dumps, or ELF files (`MemoryMap::add_elf`); loading
+//! files needs the `std` feature.
 
 mod contents;
+#[cfg(feature = "std")]
 mod elf;
 mod map;
 
-pub use contents::{check_regular, open_regular, Contents};
+pub use contents::Contents;
+#[cfg(feature = "std")]
+pub use contents::{check_regular, open_regular};
 pub use map::{MemoryMap, Region};
 
+use alloc::string::String;
+#[cfg(feature = "std")]
 use std::path::PathBuf;
 
 /// The memory space an access is made in.
@@ -80,6 +86,7 @@ pub trait MemoryImage: Send + Sync {
 #[non_exhaustive]
 pub enum MemoryError {
     /// The file could not be read.
+    #[cfg(feature = "std")]
     #[error("{path}: {source}")]
     Io {
         /// The file.
@@ -88,6 +95,7 @@ pub enum MemoryError {
         source: std::io::Error,
     },
     /// The file is not an ELF file this toolkit can use.
+    #[cfg(feature = "std")]
     #[error("{path}: {reason}")]
     BadElf {
         /// The file.
