@@ -330,16 +330,21 @@ pub enum Check {
     /// ETMv3: atoms after an executed indirect branch, before the branch
     /// address packet that must give its target.
     Atoms,
+    /// PTM: a waypoint update names an instruction outside the
+    /// straight-line code from the walk's position up to the next
+    /// waypoint.
+    Waypoint,
 }
 
 impl Check {
-    /// Stable snake_case name: `sync`, `branch`, `atoms`.
+    /// Stable snake_case name: `sync`, `branch`, `atoms`, `waypoint`.
     #[must_use]
     pub const fn name(self) -> &'static str {
         match self {
             Check::Sync => "sync",
             Check::Branch => "branch",
             Check::Atoms => "atoms",
+            Check::Waypoint => "waypoint",
         }
     }
 }

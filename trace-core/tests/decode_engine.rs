@@ -12,7 +12,7 @@ use std::sync::Arc;
 use trace_core::decode::op::{Branch, InsnAtoms, Sync, SyncReason, Target, TraceOp};
 use trace_core::decode::{Decoder, DecoderConfig};
 use trace_core::demux::{AnyPacket, SourceConfig};
-use trace_core::event::{Event, EventKind, GapReason, InsnClass, Isa, Range, TraceOnReason};
+use trace_core::event::{Check, Event, EventKind, GapReason, InsnClass, Isa, Range, TraceOnReason};
 use trace_core::memory::{MemoryMap, Region, Space};
 
 /// T32 code at 0x2000: NOP ; NOP ; BX lr.
@@ -746,6 +746,104 @@ fn lost_packets_forget_the_return_stack() {
         !ev.iter()
             .any(|e| matches!(e.kind, EventKind::Range(r) if r.start == 0x1014)),
         "no code decoded from a stale return address: {ev:?}"
+    );
+}
+
+fn inconsistencies(ev: &[Event]) -> Vec<(u64, Check, u32, Option<u32>)> {
+    ev.iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Inconsistent {
+                check,
+                expected,
+                traced,
+            } => Some((e.offset, check, expected, traced)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn waypoint_update(addr: u32) -> TraceOp {
+    TraceOp::WaypointUpdate(Target {
+        addr,
+        isa: Some(Isa::A32),
+    })
+}
+
+#[test]
+fn waypoint_update_outside_the_straight_line_code_is_inconsistent() {
+    // From 0x1000 the straight-line code runs to the BNE at 0x100C, the
+    // next waypoint. A waypoint update names the last instruction executed
+    // (PFT 5.2.3, as in back_to_back_exceptions_follow_ptm_5_2_3): any of
+    // 0x1000 to 0x100C agrees with the walk.
+    for addr in [0x1000, 0x1004, 0x1008, 0x100C] {
+        let ev = run(
+            &mut ptm(true),
+            &[isync(0x1000, Isa::A32), waypoint_update(addr)],
+        );
+        assert_eq!(inconsistencies(&ev), [], "{addr:#x}");
+        let r: Vec<_> = ranges(&ev).iter().map(|r| (r.start, r.end)).collect();
+        assert_eq!(r, [(0x1000, addr + 4)]);
+    }
+    // The BL at 0x1010 lies beyond the BNE: without an atom for the BNE
+    // the processor cannot have gone there. The decoder follows the trace:
+    // the instruction named executed, and the exception returns after it.
+    for addr in [0x1010, 0x1020] {
+        let ev = run(
+            &mut ptm(true),
+            &[
+                isync(0x1000, Isa::A32),
+                waypoint_update(addr),
+                branch(0x18, Isa::A32, 14),
+            ],
+        );
+        assert_eq!(
+            inconsistencies(&ev),
+            [(1, Check::Waypoint, 0x1000, Some(addr))],
+            "{addr:#x}"
+        );
+        let r: Vec<_> = ranges(&ev).iter().map(|r| (r.start, r.count)).collect();
+        assert_eq!(r, [(addr, 1)]);
+        assert!(ev.iter().any(|e| e.kind
+            == EventKind::Exception {
+                number: 14,
+                ret: Some(addr + 4)
+            }));
+    }
+    // Behind the position: the walk is somewhere the processor was not.
+    let ev = run(
+        &mut ptm(true),
+        &[isync(0x1004, Isa::A32), waypoint_update(0x1000)],
+    );
+    assert_eq!(
+        inconsistencies(&ev),
+        [(1, Check::Waypoint, 0x1004, Some(0x1000))]
+    );
+}
+
+#[test]
+fn etm_packet_error_while_waiting_for_a_branch_target_is_a_gap() {
+    // ADD, BX lr executed: the target comes in the next branch address
+    // packet. Damage instead: that packet may be what was lost, and the
+    // instructions until the next address are unknown.
+    let mut d = etm();
+    let mut ev = Vec::new();
+    let mut out = |e| ev.push(e);
+    d.run_op(0, &isync(0x1020, Isa::A32), &mut out);
+    d.run_op(
+        1,
+        &TraceOp::InsnAtoms(InsnAtoms {
+            count: 2,
+            executed: 0b11,
+            cycles: None,
+        }),
+        &mut out,
+    );
+    d.packet_error(2, &mut out);
+    d.finish(&mut out);
+    assert!(
+        ev.iter()
+            .any(|e| e.offset == 2 && e.kind == EventKind::Gap(GapReason::PacketError)),
+        "{ev:?}"
     );
 }
 

@@ -17,7 +17,7 @@
 //! | `number`, `return` | exception | exception number, preferred return address |
 //! | `address` | addr_nacc, gap, instruction | the address concerned |
 //! | `reason` | trace_on, gap | `filter`/`overflow`/`debug_exit`; gap reasons: `undefined`, `no_waypoint`, `unknown_target`, `inside_instruction`, `unsupported_isa`, `packet_error` |
-//! | `check`, `expected`, `traced` | inconsistent | which self-check (`sync`, `branch`, `atoms`), where the decoded flow was, the address the trace gives (absent for `atoms`) |
+//! | `check`, `expected`, `traced` | inconsistent | which self-check (`sync`, `branch`, `atoms`, `waypoint`), where the decoded flow was, the address the trace gives (absent for `atoms`) |
 //! | `ns`, `hyp`, `context_id`, `vmid` | context | processor context |
 //! | `timestamp` | timestamp | value |
 //! | `opcode`, `text` | instruction | opcode bytes as hex, disassembly |

@@ -437,8 +437,11 @@ impl Engine {
         // by the hardware now shows as an unknown target instead.
         self.rstack.clear();
         self.known_bits = 0;
-        self.awaiting = None;
-        if self.pc.take().is_some() {
+        // Waiting for the target of an executed indirect branch (ETMv3),
+        // the decoder had a position too: the damage may have taken the
+        // packet that gives it.
+        let awaiting = self.awaiting.take().is_some();
+        if self.pc.take().is_some() || awaiting {
             out(self.ev(offset, EventKind::Gap(GapReason::PacketError)));
         }
     }
@@ -864,8 +867,29 @@ impl Engine {
         let Some(mut pc) = self.pc else {
             return;
         };
-        let b = self.block_at(&mut pc);
-        let blk = self.cache.blocks[b as usize];
+        let mut b = self.block_at(&mut pc);
+        let mut blk = self.cache.blocks[b as usize];
+        // The packet names the last instruction executed since the last
+        // waypoint: one of the straight-line code from the PC up to and
+        // including the next waypoint.
+        let beyond = blk.end == BlockEnd::Waypoint && wp.addr >= blk.end_addr;
+        if wp.addr < pc.addr || beyond {
+            self.inconsistent(offset, Check::Waypoint, pc.addr, Some(wp.addr), out);
+            // Follow the trace: the instruction there executed.
+            let Some(isa) = wp.isa else {
+                self.pc = None;
+                return;
+            };
+            pc = Pc {
+                addr: wp.addr,
+                isa,
+                block: NONE,
+                index: 0,
+            };
+            self.link = None;
+            b = self.block_at(&mut pc);
+            blk = self.cache.blocks[b as usize];
+        }
         let mut found = None;
         for k in pc.index..blk.len {
             let i = self.cache.arena[(blk.first + k) as usize];
