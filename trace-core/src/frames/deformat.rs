@@ -265,6 +265,16 @@ impl Deformatter {
             }
             return;
         }
+        self.window = (self.window << 8) | u32::from(b);
+        // A full-frame sync can only stand between frames, on a half-word
+        // boundary: anywhere else, bytes were lost (or added) since the
+        // frames were last aligned. Realign on it: the frame and half-word
+        // under way are lost, and reported.
+        let aligned = self.pair_fill == 1 && self.in_fsync && self.fill == 0;
+        if self.window == 0xFFFF_FF7F && !aligned {
+            self.realign(off);
+            return;
+        }
         if self.pair_fill == 0 {
             self.pair_off = off;
         }
@@ -294,6 +304,31 @@ impl Deformatter {
                 self.push_frame_byte(hi, at + 1);
             }
         }
+    }
+
+    /// A full-frame sync ending at `off` found out of frame alignment:
+    /// report the bytes of the frame and half-word under way before it as
+    /// unsynchronized and start a frame after it.
+    #[cold]
+    fn realign(&mut self, off: u64) {
+        let sync_start = off.saturating_sub(3);
+        let start = if self.fill > 0 {
+            self.frame_off[0]
+        } else if self.pair_fill > 0 {
+            self.pair_off
+        } else {
+            sync_start
+        };
+        if start < sync_start {
+            self.queue.push(FrameEvent::Unsynchronized {
+                offset: start,
+                len: sync_start - start,
+            });
+        }
+        self.fill = 0;
+        self.pair_fill = 0;
+        self.in_fsync = false;
+        self.stats.fsyncs += 1;
     }
 
     fn push_frame_byte(&mut self, b: u8, off: u64) {

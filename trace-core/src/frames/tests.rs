@@ -263,3 +263,61 @@ proptest! {
         prop_assert_eq!(rest, want);
     }
 }
+
+#[test]
+fn continuous_mode_realigns_at_the_next_full_frame_sync_after_lost_bytes() {
+    // Two memory-layout frames, each opening with its own ID change.
+    let frame = |id: u8, first: u8| {
+        let mut f = Formatter::new(FrameMode::Memory);
+        let data: Vec<u8> = (first..first + 14).collect();
+        f.push(id, &data);
+        f.finish()
+    };
+    let (a, b) = (frame(0x10, 1), frame(0x11, 100));
+    assert_eq!((a.len(), b.len()), (FRAME_SIZE, FRAME_SIZE));
+    let fsync = [0xFF, 0xFF, 0xFF, 0x7F];
+    // A TPIU stream: sync, frame a with its byte 5 lost, sync, frame b.
+    let mut input = fsync.to_vec();
+    input.extend_from_slice(&a[..5]);
+    input.extend_from_slice(&a[6..]);
+    input.extend_from_slice(&fsync);
+    input.extend_from_slice(&b);
+    for chunk in [1, 3, 7, 64] {
+        let mut d = Deformatter::new(FrameMode::Continuous);
+        let ev = collect(&mut d, &input, chunk);
+        // The 15 bytes left of frame a and the first byte of the sync made
+        // a frame, unpacked before the sync showed it misaligned (nothing
+        // can tell them from a frame sooner); the frames after the sync
+        // are aligned again. Frame b is unpacked whole at its true offsets.
+        let ids = per_id(&ev);
+        let got = ids.iter().find(|e| e.0 == 0x11).expect("frame b");
+        assert_eq!(got.1, (100..114).collect::<Vec<u8>>());
+        assert_eq!(got.2[0], 4 + 15 + 4 + 1);
+        assert_eq!(d.stats().fsyncs, 2);
+    }
+}
+
+#[test]
+fn continuous_mode_reports_a_frame_cut_short_by_a_sync() {
+    // Five bytes of a frame lost: the 11 left and the sync are fewer than
+    // a frame, so the sync is found inside the frame under way, whose
+    // bytes are reported, and the next frame is unpacked.
+    let mut fa = Formatter::new(FrameMode::Memory);
+    fa.push(0x10, &(1..15).collect::<Vec<u8>>());
+    let a = fa.finish();
+    let mut fb = Formatter::new(FrameMode::Memory);
+    fb.push(0x11, &(100..114).collect::<Vec<u8>>());
+    let b = fb.finish();
+    let fsync = [0xFF, 0xFF, 0xFF, 0x7F];
+    let mut input = fsync.to_vec();
+    input.extend_from_slice(&a[5..]);
+    input.extend_from_slice(&fsync);
+    input.extend_from_slice(&b);
+    let mut d = Deformatter::new(FrameMode::Continuous);
+    let ev = collect(&mut d, &input, 5);
+    assert_eq!(ev[0], FrameEvent::Unsynchronized { offset: 4, len: 11 });
+    let ids = per_id(&ev);
+    assert_eq!(ids.len(), 1);
+    assert_eq!(ids[0].0, 0x11);
+    assert_eq!(ids[0].1, (100..114).collect::<Vec<u8>>());
+}
