@@ -15,15 +15,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use trace_convert::chrome::ChromeSink;
 use trace_convert::convert::{ConvertOptions, Converter};
+use trace_convert::sinks::chrome::ChromeSink;
 // Events handed to the converter at once, as the CLI's decode hands them.
 use trace_convert::decode::SLICE;
-use trace_convert::folded::{FoldedSink, Weight};
-use trace_convert::formats::coverage::LcovOptions;
-use trace_convert::sink::lcov::LcovSink;
-use trace_convert::sink::perfetto::PerfettoSink;
-use trace_convert::sink::{Output, Sink};
+use trace_convert::sinks::folded::{FoldedSink, Weight};
+use trace_convert::sinks::lcov::coverage::LcovOptions;
+use trace_convert::sinks::lcov::LcovSink;
+use trace_convert::sinks::perfetto::PerfettoSink;
+use trace_convert::sinks::{Output, Sink};
 use trace_convert::symbols::Symbolizer;
 use trace_core::decode::{Decoder, DecoderConfig};
 use trace_core::demux::{AnyPacket, SourceConfig};

@@ -5,9 +5,9 @@
 //! use std::path::Path;
 //! use trace_convert::convert::{self, Converter, ConvertOptions};
 //! use trace_convert::decode::ExtraMemory;
-//! use trace_convert::folded::{FoldedSink, Weight};
+//! use trace_convert::sinks::folded::{FoldedSink, Weight};
 //! use trace_convert::input::{self, flags::SourceFlags};
-//! use trace_convert::sink::SharedBuffer;
+//! use trace_convert::sinks::SharedBuffer;
 //! use trace_convert::symbols::Symbolizer;
 //!
 //! let input = input::resolve(Path::new("snapshot"), &SourceFlags::default())?;
@@ -29,7 +29,7 @@ use crate::decode::{self as dec, Delivery, ExtraMemory};
 use crate::input::{Input, InputError};
 use crate::packets::ReadError;
 use crate::progress::Progress;
-use crate::sink::{is_instant, EventCtx, Interest, RunInfo, Sink, ThreadKey};
+use crate::sinks::{is_instant, EventCtx, Interest, RunInfo, Sink, ThreadKey};
 use crate::symbols::{SymbolError, Symbolizer};
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -962,8 +962,9 @@ pub fn events_file_clock(
         reason,
     };
     let file = trace_core::memory::open_regular(path).map_err(|e| bad(e.to_string()))?;
-    let (_, events) = crate::formats::events_file::EventReader::open(io::BufReader::new(file))
-        .map_err(|e| bad(e.to_string()))?;
+    let (_, events) =
+        crate::sinks::events_file::format::EventReader::open(io::BufReader::new(file))
+            .map_err(|e| bad(e.to_string()))?;
     // Per trace ID: (has ranges, has cycles, has timestamps).
     let mut seen: BTreeMap<u8, (bool, bool, bool)> = BTreeMap::new();
     for e in events {
@@ -1009,8 +1010,9 @@ pub fn convert_events_file(
     };
     let file = trace_core::memory::open_regular(path).map_err(|e| bad(e.to_string()))?;
     let size = file.metadata().map_or(0, |m| m.len());
-    let (header, events) = crate::formats::events_file::EventReader::open(io::BufReader::new(file))
-        .map_err(|e| bad(e.to_string()))?;
+    let (header, events) =
+        crate::sinks::events_file::format::EventReader::open(io::BufReader::new(file))
+            .map_err(|e| bad(e.to_string()))?;
     conv.set_info(
         header.input.clone(),
         header

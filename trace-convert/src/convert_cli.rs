@@ -7,21 +7,21 @@ use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use trace_convert::chrome::ChromeSink;
 use trace_convert::clock::ClockKind;
 use trace_convert::convert::{
     self, ClockChoice, ConvertError, ConvertOptions, ConvertReport, Converter,
 };
 use trace_convert::decode::memory_for;
 use trace_convert::decode::{ExtraMemory, MemArg};
-use trace_convert::folded::{FoldedSink, Weight};
-use trace_convert::formats::coverage::LcovOptions;
-use trace_convert::formats::events_file::{Header, ImageInfo, SourceInfo};
 use trace_convert::input::{self, Input};
 use trace_convert::output::OutputPlan;
-use trace_convert::sink::events::EventsSink;
-use trace_convert::sink::lcov::LcovSink;
-use trace_convert::sink::perfetto::PerfettoSink;
+use trace_convert::sinks::chrome::ChromeSink;
+use trace_convert::sinks::events_file::format::{Header, ImageInfo, SourceInfo};
+use trace_convert::sinks::events_file::EventsSink;
+use trace_convert::sinks::folded::{FoldedSink, Weight};
+use trace_convert::sinks::lcov::coverage::LcovOptions;
+use trace_convert::sinks::lcov::LcovSink;
+use trace_convert::sinks::perfetto::PerfettoSink;
 use trace_convert::symbols::Symbolizer;
 use trace_core::memory::MemoryImage;
 
@@ -740,7 +740,7 @@ fn check_images(
     mem: &[MemArg],
     ignore: bool,
 ) -> Result<(), String> {
-    use trace_convert::formats::events_file::EventReader;
+    use trace_convert::sinks::events_file::format::EventReader;
     let file = trace_core::memory::open_regular(events)
         .map_err(|e| format!("{}: {e}", events.display()))?;
     let (header, _) = EventReader::open(std::io::BufReader::new(file))

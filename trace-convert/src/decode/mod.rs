@@ -3,7 +3,6 @@
 
 mod in_parts;
 pub mod parallel;
-pub mod record;
 
 use crate::input::shown::shown;
 use crate::input::snapshot::Snapshot;
@@ -18,11 +17,11 @@ use trace_core::demux::{Demux, Item, SourceStats};
 use trace_core::event::{Event, EventKind, GapReason};
 use trace_core::memory::{Contents, MemoryError, MemoryImage, MemoryMap, Space};
 
+pub use crate::sinks::listing::events::{write_event, EventFormat, EventRecord};
 pub(crate) use parallel::decode_to;
 pub use parallel::{
     decode_capture_parts, decode_capture_with, DecodeOptions, Delivery, Part, Parts,
 };
-pub use record::{write_event, EventFormat, EventRecord};
 
 /// A `--mem FILE@ADDR` argument.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -23,9 +23,14 @@
 //!
 //! [`EventKind::EndOfTrace`]: trace_core::event::EventKind::EndOfTrace
 
-pub mod events;
+pub mod chrome;
+pub mod events_file;
+pub mod folded;
 pub mod lcov;
+pub mod listing;
 pub mod perfetto;
+
+pub use crate::callstack::ThreadKey;
 
 use crate::callstack::{Frame, Names};
 use crate::clock::ClockInfo;
@@ -36,16 +41,6 @@ use std::io::{self, Write};
 use std::sync::{Arc, Mutex};
 use trace_core::event::{Event, EventKind};
 use trace_core::memory::MemoryImage;
-
-/// Who executed the code: a core (trace ID) and, when context IDs are
-/// traced, a process (context ID).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ThreadKey {
-    /// Trace ID of the source (one per core).
-    pub id: u8,
-    /// Context ID, when the trace carries one.
-    pub context: Option<u32>,
-}
 
 /// What a sink learns about an event beyond the event itself.
 pub struct EventCtx<'a> {

@@ -15,8 +15,9 @@
 //! the caller it stands for was running from then on. `;` in names
 //! becomes `:` and line breaks spaces.
 
-use crate::callstack::{FastMap, FrameKind, FuncId};
-use crate::sink::{EventCtx, Output, RunInfo, Sink, ThreadKey};
+use crate::callstack::{FrameKind, FuncId};
+use crate::fast_map::FastMap;
+use crate::sinks::{EventCtx, Output, RunInfo, Sink, ThreadKey};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use trace_core::event::{Event, EventKind};

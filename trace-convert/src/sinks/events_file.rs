@@ -1,9 +1,11 @@
 //! The saved-events sink (`--save-events`): every decoded event, in
 //! order, into a file that `--from-events` converts later without
-//! decoding again (format in [`crate::formats::events_file`]).
+//! decoding again (format in [`crate::sinks::events_file::format`]).
 
-use crate::formats::events_file::{EventWriter, Header};
-use crate::sink::{EventCtx, Interest, Output, RunInfo, Sink};
+pub mod format;
+
+use self::format::{EventWriter, Header};
+use crate::sinks::{EventCtx, Interest, Output, RunInfo, Sink};
 use std::io;
 use trace_core::event::Event;
 

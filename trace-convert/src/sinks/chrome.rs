@@ -11,7 +11,7 @@
 //!   timestamps never decrease and the pairs nest. An inferred caller (a
 //!   return out of the outermost frame) begins where the trace first
 //!   shows it, at the return; the folded stacks put it under what ran
-//!   before, see [`crate::folded`].
+//!   before, see [`crate::sinks::folded`].
 //! - Exceptions, trace gaps, trace-on, memory-not-accessible addresses
 //!   are thread-scoped instant events (`i`).
 //! - `ts` is in microseconds from the start of the trace (fractional,
@@ -19,8 +19,8 @@
 //!
 //! [`FrameKind`]: crate::callstack::FrameKind
 
-use crate::callstack::FastMap;
-use crate::sink::{EventCtx, Interest, Output, RunInfo, Sink, ThreadKey};
+use crate::fast_map::FastMap;
+use crate::sinks::{EventCtx, Interest, Output, RunInfo, Sink, ThreadKey};
 use std::io;
 use trace_core::event::{Event, EventKind};
 

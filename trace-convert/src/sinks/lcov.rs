@@ -1,10 +1,13 @@
 //! The LCOV sink: instruction coverage from every range, written as LCOV
 //! line, function and branch coverage with the DWARF line tables of the
-//! `--elf` files (see [`crate::formats::coverage`]).
+//! `--elf` files (see [`crate::sinks::lcov::coverage`]).
 
+pub mod coverage;
+pub mod tracefile;
+
+use self::coverage::{Coverage, CoveragePart, LcovOptions, LineInfo};
 use crate::decode::{Part, Parts};
-use crate::formats::coverage::{Coverage, CoveragePart, LcovOptions};
-use crate::sink::{EventCtx, Interest, Output, RunInfo, Sink};
+use crate::sinks::{EventCtx, Interest, Output, RunInfo, Sink};
 use crate::symbols::Symbolizer;
 use std::any::Any;
 use std::io;
@@ -87,9 +90,11 @@ impl<W: Output> Sink for LcovSink<'_, W> {
 
     fn finish(mut self: Box<Self>, _info: &RunInfo) -> io::Result<()> {
         let symbols = self.symbols;
-        let report =
-            self.coverage
-                .to_lcov(|a| symbols.line_info(a), symbols.line_rows(), &self.options);
+        let report = self.coverage.to_lcov(
+            |a| line_info(symbols, a),
+            symbols.line_rows(),
+            &self.options,
+        );
         report.write(&mut self.out)?;
         self.out.complete()
     }
@@ -122,4 +127,26 @@ impl Part for CoveragePart {
     fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
         self
     }
+}
+
+/// The source line of `addr` with its function (symbol name, entry
+/// address and the line of the entry), as the coverage writer takes it.
+fn line_info(symbols: &Symbolizer, addr: u32) -> Option<LineInfo> {
+    let l = symbols.line(addr)?;
+    // A function belongs to the file its entry lies in as seen from the
+    // function itself (the outermost frame, not code inlined into it from
+    // a header); it is listed there only.
+    let function = symbols.function(addr).and_then(|f| {
+        let home = symbols
+            .inline_frames(f.start)
+            .last()
+            .and_then(|fr| fr.location.clone())
+            .or_else(|| symbols.line(f.start))?;
+        (*home.file == *l.file).then(|| (f.name.clone(), f.start, home.line))
+    });
+    Some(LineInfo {
+        file: l.file.to_string(),
+        line: l.line,
+        function,
+    })
 }

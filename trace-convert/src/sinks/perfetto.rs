@@ -10,9 +10,12 @@
 //! appearance) holding a thread track per core. Timestamps are
 //! nanoseconds on the run's clock (see [`crate::clock`]).
 
-use crate::callstack::{FastMap, FuncId};
-use crate::formats::perfetto::{NameId, PerfettoWriter, TrackId};
-use crate::sink::{EventCtx, Interest, Output, RunInfo, Sink, ThreadKey};
+pub mod writer;
+
+use self::writer::{NameId, PerfettoWriter, TrackId};
+use crate::callstack::FuncId;
+use crate::fast_map::FastMap;
+use crate::sinks::{EventCtx, Interest, Output, RunInfo, Sink, ThreadKey};
 use std::io;
 use trace_core::event::{Event, EventKind};
 
