@@ -17,7 +17,7 @@
 
 use crate::callstack::{FrameKind, FuncId};
 use crate::fast_map::FastMap;
-use crate::sinks::{EventCtx, Output, RunInfo, Sink, ThreadKey};
+use crate::sinks::{EventCtx, Flow, NoParts, Output, RunInfo, Sink, ThreadKey};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use trace_core::event::{Event, EventKind};
@@ -284,16 +284,18 @@ impl FoldedStacks {
 }
 
 impl<W: Output> Sink for FoldedSink<W> {
+    type Parts = NoParts;
+
     fn name(&self) -> &str {
         "folded"
     }
 
-    fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<()> {
+    fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<Flow> {
         self.stacks.event(event, ctx);
-        Ok(())
+        Ok(Flow::Continue)
     }
 
-    fn finish(mut self: Box<Self>, _info: &RunInfo) -> io::Result<()> {
+    fn finish(&mut self, _info: &RunInfo) -> io::Result<()> {
         self.stacks.write(&mut self.out)?;
         self.out.complete()
     }

@@ -6,10 +6,8 @@ pub mod coverage;
 pub mod tracefile;
 
 use self::coverage::{Coverage, CoveragePart, LcovOptions, LineInfo};
-use crate::decode::{Part, Parts};
-use crate::sinks::{EventCtx, Interest, Output, RunInfo, Sink};
+use crate::sinks::{EventCtx, Flow, Interest, Output, RunInfo, Sink, WorkerPart, WorkerParts};
 use crate::symbols::Symbolizer;
-use std::any::Any;
 use std::io;
 use std::sync::Arc;
 use trace_core::event::{Event, Isa};
@@ -56,6 +54,8 @@ impl<'a, W: Output> LcovSink<'a, W> {
 }
 
 impl<W: Output> Sink for LcovSink<'_, W> {
+    type Parts = CoverageParts;
+
     fn name(&self) -> &str {
         "lcov"
     }
@@ -64,31 +64,28 @@ impl<W: Output> Sink for LcovSink<'_, W> {
         Interest::EventsOnly
     }
 
-    fn event(&mut self, event: &Event, _ctx: &EventCtx<'_>) -> io::Result<()> {
+    fn event(&mut self, event: &Event, _ctx: &EventCtx<'_>) -> io::Result<Flow> {
         self.coverage.add(event);
-        Ok(())
+        Ok(Flow::Continue)
     }
 
-    fn events(&mut self, events: &[Event]) -> io::Result<()> {
+    fn events(&mut self, events: &[Event]) -> io::Result<Flow> {
         for e in events {
             self.coverage.add(e);
         }
+        Ok(Flow::Continue)
+    }
+
+    fn parts(&self) -> Option<CoverageParts> {
+        Some(CoverageParts(self.coverage.memory()))
+    }
+
+    fn merge(&mut self, _id: u8, part: CoveragePart) -> io::Result<()> {
+        self.coverage.merge(part);
         Ok(())
     }
 
-    fn parts(&self) -> Option<Arc<dyn Parts>> {
-        Some(Arc::new(CoverageParts(self.coverage.memory())))
-    }
-
-    fn part(&mut self, _id: u8, result: Box<dyn Any + Send>) -> io::Result<()> {
-        let part = result
-            .downcast::<CoveragePart>()
-            .map_err(|_| io::Error::other("lcov: a part result of another sink"))?;
-        self.coverage.merge(*part);
-        Ok(())
-    }
-
-    fn finish(mut self: Box<Self>, _info: &RunInfo) -> io::Result<()> {
+    fn finish(&mut self, _info: &RunInfo) -> io::Result<()> {
         let symbols = self.symbols;
         let report = self.coverage.to_lcov(
             |a| line_info(symbols, a),
@@ -102,15 +99,19 @@ impl<W: Output> Sink for LcovSink<'_, W> {
 
 /// Coverage counted on the decoding threads, a share at a time (see
 /// [`CoveragePart`]).
-struct CoverageParts(Arc<dyn MemoryImage>);
+pub struct CoverageParts(Arc<dyn MemoryImage>);
 
-impl Parts for CoverageParts {
-    fn part(&self, id: u8) -> Option<Box<dyn Part>> {
-        Some(Box::new(CoveragePart::new(id, Arc::clone(&self.0))))
+impl std::fmt::Debug for CoverageParts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CoverageParts").finish_non_exhaustive()
     }
+}
 
-    fn keep_events(&self) -> bool {
-        false
+impl WorkerParts for CoverageParts {
+    type Part = CoveragePart;
+
+    fn part(&self, id: u8) -> Option<CoveragePart> {
+        Some(CoveragePart::new(id, Arc::clone(&self.0)))
     }
 
     fn reads_timestamps(&self) -> bool {
@@ -118,14 +119,10 @@ impl Parts for CoverageParts {
     }
 }
 
-impl Part for CoveragePart {
+impl WorkerPart for CoveragePart {
     #[inline]
     fn event(&mut self, event: &Event) {
         self.add(event);
-    }
-
-    fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
-        self
     }
 }
 
