@@ -17,7 +17,6 @@ use trace_core::demux::{Demux, Item, SourceStats};
 use trace_core::event::{Event, EventKind, GapReason};
 use trace_core::memory::{Contents, MemoryError, MemoryImage, MemoryMap, Space};
 
-pub use crate::sinks::listing::events::{write_event, EventFormat, EventRecord};
 pub(crate) use parallel::decode_to;
 pub use parallel::{
     decode_capture_parts, decode_capture_with, DecodeOptions, Delivery, Part, Parts,

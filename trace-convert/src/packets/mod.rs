@@ -7,8 +7,6 @@ use std::io::{self, Read};
 use std::path::PathBuf;
 use trace_core::demux::{Demux, Item, SourceStats};
 
-pub use crate::sinks::listing::packets::{write_item, ListFormat, PacketRecord};
-
 /// Bytes read from a capture file at a time.
 const CHUNK: usize = 1 << 20;
 
