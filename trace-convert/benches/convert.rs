@@ -15,15 +15,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use trace_convert::chrome::ChromeSink;
 use trace_convert::convert::{ConvertOptions, Converter};
+use trace_convert::sinks::chrome::ChromeSink;
 // Events handed to the converter at once, as the CLI's decode hands them.
 use trace_convert::decode::SLICE;
-use trace_convert::folded::{FoldedSink, Weight};
-use trace_convert::formats::coverage::LcovOptions;
-use trace_convert::sink::lcov::LcovSink;
-use trace_convert::sink::perfetto::PerfettoSink;
-use trace_convert::sink::{Output, Sink};
+use trace_convert::sinks::folded::{FoldedSink, Weight};
+use trace_convert::sinks::lcov::coverage::LcovOptions;
+use trace_convert::sinks::lcov::LcovSink;
+use trace_convert::sinks::perfetto::PerfettoSink;
+use trace_convert::sinks::{DynSink, Output};
 use trace_convert::symbols::Symbolizer;
 use trace_core::decode::{Decoder, DecoderConfig};
 use trace_core::demux::{AnyPacket, SourceConfig};
@@ -49,7 +49,7 @@ impl Write for Discard {
 }
 
 impl Output for Discard {
-    fn complete(self) -> io::Result<()> {
+    fn complete(&mut self) -> io::Result<()> {
         Ok(())
     }
 }
@@ -115,8 +115,8 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("convert example-t PTM");
     g.throughput(Throughput::Elements(insns));
     g.sample_size(10);
-    type MakeSinks<'s> = &'s dyn Fn() -> Vec<Box<dyn Sink + 's>>;
-    let lcov = || -> Box<dyn Sink + '_> {
+    type MakeSinks<'s> = &'s dyn Fn() -> Vec<Box<dyn DynSink + 's>>;
+    let lcov = || -> Box<dyn DynSink + '_> {
         Box::new(LcovSink::new(
             Discard,
             Arc::clone(&mem),

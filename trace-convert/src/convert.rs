@@ -5,9 +5,9 @@
 //! use std::path::Path;
 //! use trace_convert::convert::{self, Converter, ConvertOptions};
 //! use trace_convert::decode::ExtraMemory;
-//! use trace_convert::folded::{FoldedSink, Weight};
+//! use trace_convert::sinks::folded::{FoldedSink, Weight};
 //! use trace_convert::input::{self, flags::SourceFlags};
-//! use trace_convert::sink::SharedBuffer;
+//! use trace_convert::sinks::SharedBuffer;
 //! use trace_convert::symbols::Symbolizer;
 //!
 //! let input = input::resolve(Path::new("snapshot"), &SourceFlags::default())?;
@@ -29,7 +29,7 @@ use crate::decode::{self as dec, Delivery, ExtraMemory};
 use crate::input::{Input, InputError};
 use crate::packets::ReadError;
 use crate::progress::Progress;
-use crate::sink::{is_instant, EventCtx, Interest, RunInfo, Sink, ThreadKey};
+use crate::sinks::{is_instant, DynSink, EventCtx, Flow, Interest, RunInfo, ThreadKey};
 use crate::symbols::{SymbolError, Symbolizer};
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -263,13 +263,18 @@ pub struct Converter<'a> {
     symbols: &'a Symbolizer,
     stacks: CallStacks,
     clocks: Clocks,
-    sinks: Vec<Box<dyn Sink + 'a>>,
-    /// What each sink (same index) is given.
+    sinks: Vec<Box<dyn DynSink + 'a>>,
+    /// What each sink (same index) is given: its interest, until it
+    /// stops ([`Interest::Nothing`]).
     interests: Vec<Interest>,
     /// Some sink is given every event.
     every: bool,
     /// Some sink is given batches of events ([`Interest::EventsOnly`]).
     batching: bool,
+    /// Every sink stopped ([`Flow::Stop`]) and some sink was added.
+    stopped: bool,
+    /// Sinks that just said [`Flow::Stop`].
+    stops: Vec<usize>,
     /// Events for those sinks, the first `batched` not yet handed over
     /// (a fixed array: filled in place, with no capacity to check).
     batch: Box<[Event; BATCH]>,
@@ -334,6 +339,8 @@ impl<'a> Converter<'a> {
             interests: Vec::new(),
             every: false,
             batching: false,
+            stopped: false,
+            stops: Vec::new(),
             batch: Box::new(
                 [Event {
                     offset: 0,
@@ -358,17 +365,39 @@ impl<'a> Converter<'a> {
         }
     }
 
-    /// Add a sink.
-    pub fn add_sink(&mut self, sink: Box<dyn Sink + 'a>) {
+    /// Add a sink: any [`Sink`](crate::sinks::Sink), boxed.
+    pub fn add_sink(&mut self, sink: Box<dyn DynSink + 'a>) {
         let interest = sink.interest();
-        self.every |= interest == Interest::Every;
-        // Stacks are built for a sink that is given them, or for the
-        // report when there is no sink at all.
-        self.report.stacks_built = interest != Interest::EventsOnly
-            || self.interests.iter().any(|i| *i != Interest::EventsOnly);
-        self.batching |= interest == Interest::EventsOnly;
         self.interests.push(interest);
         self.sinks.push(sink);
+        self.given();
+        // Stacks are built for a sink that is given them, or for the
+        // report when there is no sink at all.
+        self.report.stacks_built = self.interests.iter().any(|i| i.needs_stacks());
+    }
+
+    /// Set what the sinks as a whole are given, from their interests.
+    fn given(&mut self) {
+        self.every = self.interests.contains(&Interest::Every);
+        self.batching = self.interests.contains(&Interest::EventsOnly);
+    }
+
+    /// Sink `i` needs no more events: none are handed to it from now on;
+    /// once every sink has stopped, so does the conversion.
+    #[cold]
+    fn stop(&mut self, i: usize) {
+        if let Some(interest) = self.interests.get_mut(i) {
+            *interest = Interest::Nothing;
+        }
+        self.given();
+        self.stopped = self.interests.iter().all(|i| *i == Interest::Nothing);
+    }
+
+    /// Whether every sink has stopped ([`Flow::Stop`]): the events after
+    /// those handed so far are not needed.
+    #[must_use]
+    pub fn stopped(&self) -> bool {
+        self.stopped
     }
 
     /// Number of sinks.
@@ -550,7 +579,10 @@ impl<'a> Converter<'a> {
         self.take_each(events.iter(), memory, false)?;
         if self.batching {
             self.flush()?;
-            hand_batch(&mut self.sinks, &self.interests, events)?;
+            hand_batch(&mut self.sinks, &self.interests, events, &mut self.stops)?;
+            if !self.stops.is_empty() {
+                self.apply_stops()?;
+            }
         }
         Ok(())
     }
@@ -601,8 +633,11 @@ impl<'a> Converter<'a> {
     /// Hand the batched events to the sinks that take batches.
     fn flush(&mut self) -> io::Result<()> {
         let batch = self.batch.get(..self.batched).unwrap_or_default();
-        hand_batch(&mut self.sinks, &self.interests, batch)?;
+        hand_batch(&mut self.sinks, &self.interests, batch, &mut self.stops)?;
         self.batched = 0;
+        if !self.stops.is_empty() {
+            self.apply_stops()?;
+        }
         Ok(())
     }
 
@@ -674,12 +709,35 @@ impl<'a> Converter<'a> {
             memory,
             clock: self.clocks.info(),
         };
-        for (s, interest) in self.sinks.iter_mut().zip(&self.interests) {
+        let mut stop = false;
+        for (i, (s, interest)) in self.sinks.iter_mut().zip(&self.interests).enumerate() {
             if interest.wants(e, changed) {
-                if let Err(err) = s.event(e, &ctx) {
-                    return Err(event_error(s.name(), e, &err));
+                match s.event(e, &ctx) {
+                    Ok(Flow::Continue) => {}
+                    Ok(Flow::Stop) => {
+                        self.stops.push(i);
+                        stop = true;
+                    }
+                    Err(err) => return Err(event_error(s.name(), e, &err)),
                 }
             }
+        }
+        if stop {
+            return self.apply_stops();
+        }
+        Ok(())
+    }
+
+    /// [`stop`](Self::stop) the sinks that said so; then, once every sink
+    /// has stopped, the error that ends the decode ([`Stopped`]).
+    #[cold]
+    #[inline(never)]
+    fn apply_stops(&mut self) -> io::Result<()> {
+        for i in std::mem::take(&mut self.stops) {
+            self.stop(i);
+        }
+        if self.stopped {
+            return Err(io::Error::other(Stopped));
         }
         Ok(())
     }
@@ -692,7 +750,7 @@ impl<'a> Converter<'a> {
     /// A sink's output error.
     pub fn finish(mut self) -> io::Result<ConvertReport> {
         self.begin()?;
-        self.flush()?;
+        go_on(self.flush())?;
         for t in self.stacks.all_open_threads() {
             let e = Event {
                 offset: self.ids[usize::from(t.id)].last_offset,
@@ -707,11 +765,10 @@ impl<'a> Converter<'a> {
                 cycles: 0,
             };
             let changed = self.stacks.changed();
-            self.dispatch(&e, t, span, None, changed)?;
+            go_on(self.dispatch(&e, t, span, None, changed))?;
         }
-        for s in self.sinks {
-            let name = s.name().to_owned();
-            s.finish(&self.info).map_err(|e| annotate(&name, e))?;
+        for s in &mut self.sinks {
+            s.finish(&self.info).map_err(|e| annotate(s.name(), e))?;
         }
         self.report.stacks = self.stacks.stats();
         self.report.ids = (0u8..=255)
@@ -757,28 +814,53 @@ fn count_range(c: &mut IdReport, r: &Range) {
     c.cycles += r.cycles.map_or(0, u64::from);
 }
 
-/// Hand `batch` to the sinks (`interests`: of each) that take batches.
+/// Hand `batch` to the sinks (`interests`: of each) that take batches;
+/// those that stop are noted in `stops`.
 fn hand_batch(
-    sinks: &mut [Box<dyn Sink + '_>],
+    sinks: &mut [Box<dyn DynSink + '_>],
     interests: &[Interest],
     batch: &[Event],
+    stops: &mut Vec<usize>,
 ) -> io::Result<()> {
     if batch.is_empty() {
         return Ok(());
     }
-    for (s, interest) in sinks.iter_mut().zip(interests) {
+    for (i, (s, interest)) in sinks.iter_mut().zip(interests).enumerate() {
         if *interest != Interest::EventsOnly {
             continue;
         }
-        s.events(batch).map_err(|err| {
-            let first = batch.first().map_or(0, |e| e.offset);
-            annotate(
-                s.name(),
-                io::Error::new(err.kind(), format!("{err} (events from offset {first})")),
-            )
-        })?;
+        match s.events(batch) {
+            Ok(Flow::Continue) => {}
+            Ok(Flow::Stop) => stops.push(i),
+            Err(err) => {
+                let first = batch.first().map_or(0, |e| e.offset);
+                return Err(annotate(
+                    s.name(),
+                    io::Error::new(err.kind(), format!("{err} (events from offset {first})")),
+                ));
+            }
+        }
     }
     Ok(())
+}
+
+/// The error that ends a decode whose sinks have all stopped
+/// ([`Flow::Stop`]); the conversion then finishes as usual.
+#[derive(Debug, thiserror::Error)]
+#[error("every output stopped")]
+struct Stopped;
+
+/// Whether `e` is the error of a conversion that stopped.
+fn is_stop(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<Stopped>())
+}
+
+/// `r`, a conversion that stopped being no error.
+fn go_on(r: io::Result<()>) -> io::Result<()> {
+    match r {
+        Err(e) if is_stop(&e) => Ok(()),
+        r => r,
+    }
 }
 
 /// A sink's error on event `e`, naming the sink, trace ID and offset.
@@ -890,13 +972,24 @@ pub fn convert_input(
                 memory: by_id,
                 bar: &mut bar,
             },
-        )
-        .map_err(|source| ConvertError::Read {
-            path: capture.path.clone(),
-            source,
-        })?;
-        bar.done();
-        conv.add_parsed(&summary.parsed);
+        );
+        match summary {
+            Ok(summary) => {
+                bar.done();
+                conv.add_parsed(&summary.parsed);
+            }
+            // Every sink stopped: the rest of the input is not needed.
+            Err(ReadError::Output(e)) if is_stop(&e) => {
+                bar.done();
+                break;
+            }
+            Err(source) => {
+                return Err(ConvertError::Read {
+                    path: capture.path.clone(),
+                    source,
+                })
+            }
+        }
     }
     conv.finish().map_err(ConvertError::Output)
 }
@@ -962,8 +1055,9 @@ pub fn events_file_clock(
         reason,
     };
     let file = trace_core::memory::open_regular(path).map_err(|e| bad(e.to_string()))?;
-    let (_, events) = crate::formats::events_file::EventReader::open(io::BufReader::new(file))
-        .map_err(|e| bad(e.to_string()))?;
+    let (_, events) =
+        crate::sinks::events_file::format::EventReader::open(io::BufReader::new(file))
+            .map_err(|e| bad(e.to_string()))?;
     // Per trace ID: (has ranges, has cycles, has timestamps).
     let mut seen: BTreeMap<u8, (bool, bool, bool)> = BTreeMap::new();
     for e in events {
@@ -1009,8 +1103,9 @@ pub fn convert_events_file(
     };
     let file = trace_core::memory::open_regular(path).map_err(|e| bad(e.to_string()))?;
     let size = file.metadata().map_or(0, |m| m.len());
-    let (header, events) = crate::formats::events_file::EventReader::open(io::BufReader::new(file))
-        .map_err(|e| bad(e.to_string()))?;
+    let (header, events) =
+        crate::sinks::events_file::format::EventReader::open(io::BufReader::new(file))
+            .map_err(|e| bad(e.to_string()))?;
     conv.set_info(
         header.input.clone(),
         header
@@ -1026,12 +1121,15 @@ pub fn convert_events_file(
     for e in events {
         held.push(e.map_err(|e| bad(e.to_string()))?);
         if held.len() >= dec::SLICE {
-            conv.events(&held, memory.as_deref())
-                .map_err(ConvertError::Output)?;
+            go_on(conv.events(&held, memory.as_deref())).map_err(ConvertError::Output)?;
             held.clear();
+            if conv.stopped() {
+                break;
+            }
         }
     }
-    conv.events(&held, memory.as_deref())
-        .map_err(ConvertError::Output)?;
+    if !conv.stopped() {
+        go_on(conv.events(&held, memory.as_deref())).map_err(ConvertError::Output)?;
+    }
     conv.finish().map_err(ConvertError::Output)
 }

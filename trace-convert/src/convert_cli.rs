@@ -2,26 +2,23 @@
 //! bundled example, the summary.
 
 use super::{exit, fail, input_code, SourceArgs};
-use crate::outputs_cli::{input_files, output_failure};
+use crate::outputs_cli::{input_files, output_failure, OutputArgs};
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use trace_convert::chrome::ChromeSink;
 use trace_convert::clock::ClockKind;
 use trace_convert::convert::{
     self, ClockChoice, ConvertError, ConvertOptions, ConvertReport, Converter,
 };
 use trace_convert::decode::memory_for;
 use trace_convert::decode::{ExtraMemory, MemArg};
-use trace_convert::folded::{FoldedSink, Weight};
-use trace_convert::formats::coverage::LcovOptions;
-use trace_convert::formats::events_file::{Header, ImageInfo, SourceInfo};
 use trace_convert::input::{self, Input};
 use trace_convert::output::OutputPlan;
-use trace_convert::sink::events::EventsSink;
-use trace_convert::sink::lcov::LcovSink;
-use trace_convert::sink::perfetto::PerfettoSink;
+use trace_convert::sinks::events_file::format::{Header, ImageInfo, SourceInfo};
+use trace_convert::sinks::folded::Weight;
+use trace_convert::sinks::lcov::coverage::LcovOptions;
+use trace_convert::sinks::registry::{self, Format, Setup, FORMATS};
 use trace_convert::symbols::Symbolizer;
 use trace_core::memory::MemoryImage;
 
@@ -46,34 +43,8 @@ pub struct ConvertArgs {
     /// --mem code.bin@0x80000000
     #[arg(long = "mem", value_name = "FILE@ADDRESS")]
     mem: Vec<MemArg>,
-    /// Write a Chrome trace (JSON; chrome://tracing or
-    /// https://ui.perfetto.dev); `-` for standard output. Example: --chrome
-    /// trace.json
-    #[arg(long, value_name = "FILE")]
-    chrome: Option<PathBuf>,
-    /// Write a Perfetto trace (open in https://ui.perfetto.dev); `-` for
-    /// standard output. Example: --perfetto trace.pftrace
-    #[arg(long, value_name = "FILE")]
-    perfetto: Option<PathBuf>,
-    /// Write LCOV line, function and branch coverage (needs --elf with
-    /// DWARF; `genhtml app.info -o html`); `-` for standard output.
-    /// Example: --lcov app.info
-    #[arg(long, value_name = "FILE")]
-    lcov: Option<PathBuf>,
-    /// Write folded stacks for flame graphs (`inferno-flamegraph
-    /// app.folded > app.svg`, or speedscope); `-` for standard output.
-    /// Example: --folded app.folded
-    #[arg(long, value_name = "FILE")]
-    folded: Option<PathBuf>,
-    /// Write every format into DIR (trace.json, trace.pftrace,
-    /// coverage.info with --elf, stacks.folded), made when the outputs are
-    /// complete. Example: --out-dir out
-    #[arg(long, value_name = "DIR")]
-    out_dir: Option<PathBuf>,
-    /// Save the decoded events, to convert later with --from-events
-    /// without decoding again. Example: --save-events run.events
-    #[arg(long, value_name = "FILE")]
-    save_events: Option<PathBuf>,
+    #[command(flatten)]
+    outputs: OutputArgs,
     /// Convert events saved by --save-events instead of decoding a
     /// capture. Example: --from-events run.events --folded app.folded
     #[arg(long, value_name = "FILE", conflicts_with = "path")]
@@ -148,107 +119,38 @@ fn parse_hz(s: &str) -> Result<f64, String> {
     }
 }
 
-/// The outputs of a conversion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Which {
-    Chrome,
-    Folded,
-    Perfetto,
-    Lcov,
-    SaveEvents,
-}
-
-impl Which {
-    /// The order the outputs are listed in when written.
-    const LISTED: [Which; 5] = [
-        Which::Chrome,
-        Which::Perfetto,
-        Which::Lcov,
-        Which::Folded,
-        Which::SaveEvents,
-    ];
-
-    fn flag(self) -> &'static str {
-        match self {
-            Which::Chrome => "--chrome",
-            Which::Folded => "--folded",
-            Which::Perfetto => "--perfetto",
-            Which::Lcov => "--lcov",
-            Which::SaveEvents => "--save-events",
-        }
-    }
-
-    /// What the output is, and how to open it (FILE standing for its path).
-    fn describe(self) -> (&'static str, &'static str) {
-        match self {
-            Which::Chrome => (
-                "Chrome trace",
-                "open chrome://tracing or https://ui.perfetto.dev and load it",
-            ),
-            Which::Perfetto => ("Perfetto trace", "open https://ui.perfetto.dev and load it"),
-            Which::Lcov => (
-                "LCOV coverage",
-                "genhtml --branch-coverage FILE -o coverage-html, run where the source paths in FILE lead from (the example: the repository root)",
-            ),
-            Which::Folded => (
-                "folded stacks",
-                "inferno-flamegraph FILE > flame.svg, or load it in speedscope",
-            ),
-            Which::SaveEvents => ("saved events", "trace-convert --from-events FILE --chrome ..."),
-        }
-    }
-
-    /// Its name in an output folder (saved events have none).
-    fn in_folder(self) -> Option<&'static str> {
-        match self {
-            Which::Chrome => Some("trace.json"),
-            Which::Perfetto => Some("trace.pftrace"),
-            Which::Lcov => Some("coverage.info"),
-            Which::Folded => Some("stacks.folded"),
-            Which::SaveEvents => None,
-        }
-    }
-}
-
-/// One output: which, where, and whether it goes into the output folder
-/// (which is then made when the outputs are committed).
+/// One output: its format, where, and whether it goes into the output
+/// folder (which is then made when the outputs are committed).
 #[derive(Debug, Clone)]
 struct Target {
-    which: Which,
+    format: &'static Format,
     path: PathBuf,
     in_folder: bool,
 }
 
-/// Where each output goes: the files given, and those of `folder` for the
-/// formats not given (LCOV only `with_lcov`), in the order the sinks are
-/// added.
-fn targets(args: &ConvertArgs, folder: Option<&Path>, with_lcov: bool) -> Vec<Target> {
-    let given = [
-        (Which::Chrome, &args.chrome),
-        (Which::Folded, &args.folded),
-        (Which::Perfetto, &args.perfetto),
-        (Which::Lcov, &args.lcov),
-        (Which::SaveEvents, &args.save_events),
-    ];
+/// Where each output goes, in the order of [`FORMATS`]: the files given,
+/// and those of `folder` for the formats not given (those that need
+/// source lines only `with_lines`).
+fn targets(outputs: &OutputArgs, folder: Option<&Path>, with_lines: bool) -> Vec<Target> {
     let mut v = Vec::new();
-    for (which, path) in given {
-        if let Some(p) = path {
+    for format in FORMATS {
+        if let Some(p) = outputs.file(format) {
             v.push(Target {
-                which,
-                path: p.clone(),
+                format,
+                path: p.to_path_buf(),
                 in_folder: false,
             });
             continue;
         }
         let Some(dir) = folder else { continue };
-        let Some(name) = which.in_folder() else {
+        let Some(name) = format.in_folder else {
             continue;
         };
-        if which == Which::Lcov && !with_lcov {
+        if format.needs.lines && !with_lines {
             continue;
         }
         v.push(Target {
-            which,
+            format,
             path: dir.join(name),
             in_folder: true,
         });
@@ -319,9 +221,10 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
             }
         },
     };
-    let mut targets = targets(args, args.out_dir.as_deref(), !elves.is_empty());
+    let out_dir = args.outputs.out_dir();
+    let mut targets = targets(&args.outputs, out_dir, !elves.is_empty());
     if example && targets.is_empty() {
-        targets = self::targets(args, Some(Path::new("out")), true);
+        targets = self::targets(&args.outputs, Some(Path::new("out")), true);
     }
     if targets.is_empty() {
         if let Some(p) = path.as_ref().filter(|p| !p.exists()) {
@@ -333,18 +236,27 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
                 ),
             );
         }
+        let flags: Vec<String> = FORMATS.iter().map(|f| format!("--{}", f.flag)).collect();
         return fail(
             exit::USAGE,
-            "nothing to write: give --chrome, --perfetto, --lcov, --folded, --save-events or --out-dir (see --help)",
+            format!(
+                "nothing to write: give {} or --out-dir (see --help)",
+                flags.join(", ")
+            ),
         );
     }
-    if args.save_events.is_some() && path.is_none() {
-        return fail(
-            exit::USAGE,
-            "--save-events needs a capture to decode, not --from-events",
-        );
+    if path.is_none() {
+        if let Some(t) = targets.iter().find(|t| t.format.needs.capture) {
+            return fail(
+                exit::USAGE,
+                format!(
+                    "--{} needs a capture to decode, not --from-events",
+                    t.format.flag
+                ),
+            );
+        }
     }
-    if let Some(dir) = &args.out_dir {
+    if let Some(dir) = out_dir {
         if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
             return fail(
                 exit::OUTPUT,
@@ -359,17 +271,10 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
     // output or an input named on the command line.
     let mut plan = OutputPlan::new();
     for t in &targets {
-        let label = if t.in_folder {
-            "--out-dir"
-        } else {
-            t.which.flag()
-        };
+        let flag = format!("--{}", t.format.flag);
+        let label = if t.in_folder { "--out-dir" } else { &flag };
         // An output given inside the output folder may wait for it too.
-        let make_folders = t.in_folder
-            || args
-                .out_dir
-                .as_deref()
-                .is_some_and(|d| t.path.starts_with(d));
+        let make_folders = t.in_folder || out_dir.is_some_and(|d| t.path.starts_with(d));
         if let Err(e) = plan.add(label, &t.path, make_folders) {
             return output_failure(&e);
         }
@@ -383,7 +288,13 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
     if let Err(e) = plan.check_inputs(named) {
         return output_failure(&e);
     }
-    let wants = |w: Which| targets.iter().any(|t| t.which == w);
+    // The first output that needs each of these, for messages.
+    let needing = |need: fn(&registry::Needs) -> bool| {
+        targets
+            .iter()
+            .find(|t| need(&t.format.needs))
+            .map(|t| format!("--{}", t.format.flag))
+    };
     let mut symbols = match Symbolizer::from_elves(&elves) {
         Ok(s) => s,
         Err(e) => return fail(exit::INPUT, e),
@@ -399,22 +310,22 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
     } else if !symbols.has_lines() {
         eprintln!("trace-convert: note: the ELF files have no DWARF line information");
     }
-    if wants(Which::Lcov) {
+    if let Some(flag) = needing(|n| n.lines) {
         let problems = symbols.check_dwarf();
         if let Some(p) = problems.first() {
             return fail(
                 exit::INPUT,
                 format!(
-                    "--lcov: DWARF section not readable: {p}: the coverage would be incomplete"
+                    "{flag}: DWARF section not readable: {p}: the coverage would be incomplete"
                 ),
             );
         }
-    }
-    if wants(Which::Lcov) && !symbols.has_lines() {
-        return fail(
-            exit::USAGE,
-            "--lcov needs an ELF file with DWARF line information (--elf app.elf)",
-        );
+        if !symbols.has_lines() {
+            return fail(
+                exit::USAGE,
+                format!("{flag} needs an ELF file with DWARF line information (--elf app.elf)"),
+            );
+        }
     }
     if let Some(ev) = &args.from_events {
         if let Err(e) = check_images(ev, &elves, &args.mem, args.ignore_image_mismatch) {
@@ -473,7 +384,7 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
     };
     eprintln!("trace-convert: {}", clock.describe());
     // What the sinks read, read before any output is created.
-    let lcov_memory = if wants(Which::Lcov) {
+    let code = if needing(|n| n.code).is_some() {
         let first = input
             .as_ref()
             .and_then(|i| i.captures.iter().flat_map(|c| &c.sources).next())
@@ -489,7 +400,7 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
     } else {
         None
     };
-    let header = match (&input, wants(Which::SaveEvents)) {
+    let header = match (&input, needing(|n| n.capture).is_some()) {
         (Some(input), true) => match events_header(input, &extra) {
             Ok(h) => Some(h),
             Err(e) => return fail(exit::INPUT, e),
@@ -507,40 +418,21 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return output_failure(&e),
     };
+    let setup = Setup {
+        symbols: &symbols,
+        code,
+        header,
+        folded_weight: weight,
+        lcov: LcovOptions {
+            test_name: None,
+            conditional_instructions: args.lcov_conditionals,
+        },
+    };
     let mut conv = Converter::new(&symbols, clock, options.max_depth);
     for (t, out) in targets.iter().zip(set.writers()) {
-        match t.which {
-            Which::Chrome => conv.add_sink(Box::new(ChromeSink::new(out))),
-            Which::Folded => conv.add_sink(Box::new(FoldedSink::new(out, weight))),
-            Which::Perfetto => conv.add_sink(Box::new(PerfettoSink::new(out))),
-            Which::Lcov => {
-                let Some(memory) = &lcov_memory else {
-                    return fail(exit::INPUT, "no memory image for --lcov");
-                };
-                let options = LcovOptions {
-                    test_name: None,
-                    conditional_instructions: args.lcov_conditionals,
-                };
-                conv.add_sink(Box::new(LcovSink::new(
-                    out,
-                    Arc::clone(memory),
-                    &symbols,
-                    options,
-                )));
-            }
-            Which::SaveEvents => {
-                let Some(header) = &header else {
-                    return fail(
-                        exit::USAGE,
-                        "--save-events needs a capture to decode, not --from-events",
-                    );
-                };
-                let path = out.path().to_path_buf();
-                match EventsSink::new(out, header) {
-                    Ok(s) => conv.add_sink(Box::new(s)),
-                    Err(e) => return fail(exit::OUTPUT, format!("{}: {e}", path.display())),
-                }
-            }
+        match (t.format.open)(out, &setup) {
+            Ok(sink) => conv.add_sink(sink),
+            Err(e) => return fail(exit::OUTPUT, e),
         }
     }
     let result = match (&input, &args.from_events) {
@@ -591,22 +483,24 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
     }
     print_summary(&report);
     let cycles: u64 = report.ids.values().map(|r| r.cycles).sum();
-    if wants(Which::Folded) && weight == Weight::Cycles && cycles == 0 {
+    let folded = targets.iter().any(|t| t.format.flag == "folded");
+    if folded && weight == Weight::Cycles && cycles == 0 {
         eprintln!(
             "trace-convert: note: the trace has no cycle counts (not cycle-accurate): \
              every folded weight is 0; use --folded-weight instructions"
         );
     }
     eprintln!("trace-convert: wrote:");
-    for which in Which::LISTED {
-        for t in targets.iter().filter(|t| t.which == which) {
-            let (what, open) = which.describe();
-            if t.path.as_os_str() == "-" {
-                eprintln!("  {what:<15} standard output");
-            } else {
-                let p = t.path.display().to_string();
-                eprintln!("  {what:<15} {p}  ({})", open.replace("FILE", &p));
-            }
+    for t in &targets {
+        let what = t.format.what;
+        if t.path.as_os_str() == "-" {
+            eprintln!("  {what:<15} standard output");
+        } else {
+            let p = t.path.display().to_string();
+            eprintln!(
+                "  {what:<15} {p}  ({})",
+                t.format.how_to_open.replace("FILE", &p)
+            );
         }
     }
     ExitCode::SUCCESS
@@ -740,7 +634,7 @@ fn check_images(
     mem: &[MemArg],
     ignore: bool,
 ) -> Result<(), String> {
-    use trace_convert::formats::events_file::EventReader;
+    use trace_convert::sinks::events_file::format::EventReader;
     let file = trace_core::memory::open_regular(events)
         .map_err(|e| format!("{}: {e}", events.display()))?;
     let (header, _) = EventReader::open(std::io::BufReader::new(file))

@@ -7,7 +7,9 @@ use std::process::ExitCode;
 use trace_convert::input::flags::{Layout, SourceFlags};
 use trace_convert::input::source::Protocol;
 use trace_convert::input::{self, InputError};
-use trace_convert::packets::{self, ListFormat, ReadError};
+use trace_convert::packets::{self, ReadError};
+use trace_convert::sinks::listing::events::{write_event, EventFormat};
+use trace_convert::sinks::listing::packets::{write_item, ListFormat};
 
 mod convert_cli;
 mod outputs_cli;
@@ -354,9 +356,8 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
             for (name, why) in &capture.skipped {
                 eprintln!("trace-convert: {name}: not decoded: {why}");
             }
-            let summary =
-                packets::read_capture(capture, |item| packets::write_item(out, format, item))
-                    .map_err(read_failure)?;
+            let summary = packets::read_capture(capture, |item| write_item(out, format, item))
+                .map_err(read_failure)?;
             for (id, s) in &summary.sources {
                 eprintln!(
                     "trace-convert: {}: ID {id:#04x}: {} bytes, {} packets ({} bytes), {} bytes skipped, {} errors",
@@ -376,7 +377,7 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
 fn run_decode(args: &DecodeArgs) -> ExitCode {
     use std::collections::HashMap;
     use std::sync::Arc;
-    use trace_convert::decode::{self as dec, EventFormat, ExtraMemory};
+    use trace_convert::decode::{self as dec, ExtraMemory};
     use trace_core::memory::MemoryImage;
 
     let named = std::iter::once(args.input.path.as_path())
@@ -454,7 +455,7 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
                     let mem = args
                         .instructions
                         .then(|| by_id.get(&e.id).map_or(&*fallback, |m| &**m));
-                    dec::write_event(out, format, e, mem)
+                    write_event(out, format, e, mem)
                 },
             )
             .map_err(read_failure)?;

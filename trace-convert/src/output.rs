@@ -440,6 +440,13 @@ enum Dest {
     Stdout(io::Stdout),
     Direct(File),
     Temporary(File),
+    /// Completed: the file is closed.
+    Completed,
+}
+
+/// The error of writing to an output once it is complete.
+fn completed() -> io::Error {
+    io::Error::other("output already complete")
 }
 
 impl Write for Dest {
@@ -447,6 +454,7 @@ impl Write for Dest {
         match self {
             Dest::Stdout(s) => s.write(buf),
             Dest::Direct(f) | Dest::Temporary(f) => f.write(buf),
+            Dest::Completed => Err(completed()),
         }
     }
 
@@ -454,6 +462,7 @@ impl Write for Dest {
         match self {
             Dest::Stdout(s) => s.flush(),
             Dest::Direct(f) | Dest::Temporary(f) => f.flush(),
+            Dest::Completed => Ok(()),
         }
     }
 }
@@ -479,18 +488,27 @@ impl OutputFile {
     /// # Errors
     ///
     /// The error of writing or syncing.
-    pub fn complete(self) -> io::Result<()> {
-        let OutputFile { given, out, done } = self;
-        let named = |e: io::Error| named(&given, e);
-        let dest = out
-            .into_inner()
-            .map_err(|e| named(io::IntoInnerError::into_error(e)))?;
-        match dest {
+    pub fn complete(mut self) -> io::Result<()> {
+        self.complete_in_place()
+    }
+
+    /// [`complete`](Self::complete) for a writer that stays in place (a
+    /// sink's, completed by its `finish`): the file is closed, and writing
+    /// to it afterwards is an error.
+    ///
+    /// # Errors
+    ///
+    /// The error of writing or syncing.
+    pub fn complete_in_place(&mut self) -> io::Result<()> {
+        let given = &self.given;
+        let named = |e: io::Error| named(given, e);
+        self.out.flush().map_err(named)?;
+        match std::mem::replace(self.out.get_mut(), Dest::Completed) {
             Dest::Temporary(f) => f.sync_all().map_err(named)?,
             Dest::Stdout(mut s) => s.flush().map_err(named)?,
-            Dest::Direct(_) => {}
+            Dest::Direct(_) | Dest::Completed => {}
         }
-        done.store(true, Ordering::Release);
+        self.done.store(true, Ordering::Release);
         Ok(())
     }
 }

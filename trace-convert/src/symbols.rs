@@ -469,29 +469,6 @@ impl Symbolizer {
         self.dwarf.iter().find_map(|d| d.line(addr))
     }
 
-    /// The source line of `addr` with its function (symbol name, entry
-    /// address and the line of the entry), as the coverage writer takes it.
-    #[must_use]
-    pub fn line_info(&self, addr: u32) -> Option<crate::formats::coverage::LineInfo> {
-        let l = self.line(addr)?;
-        // A function belongs to the file its entry lies in as seen from
-        // the function itself (the outermost frame, not code inlined into
-        // it from a header); it is listed there only.
-        let function = self.function(addr).and_then(|f| {
-            let home = self
-                .inline_frames(f.start)
-                .last()
-                .and_then(|fr| fr.location.clone())
-                .or_else(|| self.line(f.start))?;
-            (*home.file == *l.file).then(|| (f.name.clone(), f.start, home.line))
-        });
-        Some(crate::formats::coverage::LineInfo {
-            file: l.file.to_string(),
-            line: l.line,
-            function,
-        })
-    }
-
     /// The address of every row of the DWARF line tables (for lines that
     /// were never reached), sorted and without repeats.
     #[must_use]

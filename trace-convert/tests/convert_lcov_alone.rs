@@ -9,11 +9,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use trace_convert::convert::{self, ConvertOptions, ConvertReport, Converter};
 use trace_convert::decode::ExtraMemory;
-use trace_convert::formats::coverage::LcovOptions;
 use trace_convert::input::flags::SourceFlags;
-use trace_convert::sink::lcov::LcovSink;
-use trace_convert::sink::perfetto::PerfettoSink;
-use trace_convert::sink::SharedBuffer;
+use trace_convert::sinks::lcov::coverage::LcovOptions;
+use trace_convert::sinks::lcov::LcovSink;
+use trace_convert::sinks::perfetto::PerfettoSink;
+use trace_convert::sinks::SharedBuffer;
 use trace_convert::symbols::Symbolizer;
 use trace_core::memory::{MemoryMap, Space};
 

@@ -18,11 +18,11 @@ use trace_convert::decode::parallel::{
     decode_capture_parts, decode_parallel_parts, DecodeOptions, Delivery, WarmUp,
 };
 use trace_convert::decode::{decode_sequential, memory_for, ExtraMemory};
-use trace_convert::formats::coverage::{Coverage, CoveragePart, LcovOptions};
 use trace_convert::input::Input;
-use trace_convert::sink::lcov::LcovSink;
-use trace_convert::sink::perfetto::PerfettoSink;
-use trace_convert::sink::SharedBuffer;
+use trace_convert::sinks::lcov::coverage::{Coverage, CoveragePart, LcovOptions};
+use trace_convert::sinks::lcov::LcovSink;
+use trace_convert::sinks::perfetto::PerfettoSink;
+use trace_convert::sinks::SharedBuffer;
 use trace_convert::symbols::Symbolizer;
 use trace_core::event::Event;
 use trace_core::memory::MemoryImage;

@@ -6,8 +6,8 @@ mod convert_common;
 
 use convert_common::{check_chrome, folded_map, resolve, run};
 use trace_convert::convert::ConvertOptions;
-use trace_convert::folded::Weight;
 use trace_convert::input::flags::SourceFlags;
+use trace_convert::sinks::folded::Weight;
 
 #[test]
 fn rstk_stacks_balance_and_weights_sum_to_the_instruction_count() {

@@ -8,8 +8,8 @@
 //! never ran next to code that did.
 
 use std::sync::Arc;
-use trace_convert::formats::coverage::{Coverage, LcovOptions, LineInfo};
-use trace_convert::formats::lcov::{FileCoverage, FunctionCoverage};
+use trace_convert::sinks::lcov::coverage::{Coverage, LcovOptions, LineInfo};
+use trace_convert::sinks::lcov::tracefile::{FileCoverage, FunctionCoverage};
 use trace_core::event::{Event, EventKind, InsnClass, Isa, Range};
 use trace_core::memory::{CodeKind, MemoryImage, MemoryMap, Region, Space};
 

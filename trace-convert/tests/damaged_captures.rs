@@ -4,7 +4,8 @@
 
 use test_support::Rng;
 use trace_convert::input::{flags::SourceFlags, resolve, source::CaptureSpec};
-use trace_convert::packets::{demux_for, PacketRecord};
+use trace_convert::packets::demux_for;
+use trace_convert::sinks::listing::packets::PacketRecord;
 use trace_core::demux::{AnyPacket, Item};
 use trace_core::frames::FrameMode;
 

@@ -2,10 +2,10 @@
 //! that are not right.
 
 use proptest::prelude::*;
-use trace_convert::formats::events_file::{
+use trace_convert::input::source::Protocol;
+use trace_convert::sinks::events_file::format::{
     EventReader, EventWriter, EventsFileError, Header, ImageInfo, SourceInfo, MAGIC, VERSION,
 };
-use trace_convert::input::source::Protocol;
 use trace_core::event::{
     Context, Event, EventKind, GapReason, InsnClass, Isa, Range, TraceOnReason,
 };

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use trace_convert::formats::coverage::{Coverage, LcovOptions, LineInfo};
-use trace_convert::formats::lcov::{FileCoverage, FunctionCoverage, LcovReport};
+use trace_convert::sinks::lcov::coverage::{Coverage, LcovOptions, LineInfo};
+use trace_convert::sinks::lcov::tracefile::{FileCoverage, FunctionCoverage, LcovReport};
 use trace_core::event::{Event, EventKind, InsnClass, Isa, Range};
 use trace_core::memory::{MemoryImage, MemoryMap, Region, Space};
 

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use trace_convert::formats::perfetto::PerfettoWriter;
+use trace_convert::sinks::perfetto::writer::PerfettoWriter;
 
 /// Skip (print why) or, under CI, fail.
 fn missing(what: &str) {

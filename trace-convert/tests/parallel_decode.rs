@@ -20,11 +20,10 @@ use trace_convert::decode::parallel::{
     decode_capture_parts, decode_parallel, decode_parallel_parts, DecodeOptions, Delivery,
     ParallelStats, Part, Parts, WarmUp,
 };
-use trace_convert::decode::{
-    decode_sequential, memory_for, write_event, DecodeSummary, EventFormat, ExtraMemory,
-};
+use trace_convert::decode::{decode_sequential, memory_for, DecodeSummary, ExtraMemory};
 use trace_convert::input::source::CaptureSpec;
 use trace_convert::input::{flags::SourceFlags, resolve, Input};
+use trace_convert::sinks::listing::events::{write_event, EventFormat};
 use trace_core::event::{Event, EventKind};
 use trace_core::memory::MemoryImage;
 

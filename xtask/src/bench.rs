@@ -706,13 +706,13 @@ fn decode_in_slices(
 /// that its events need not be written out) and against the decode
 /// handing its events on in slices, as a converter is given them.
 fn sink_rows(opts: &Opts, dir: &Path, rows: &mut Vec<Row>) -> Result<(), String> {
-    use trace_convert::chrome::ChromeSink;
     use trace_convert::convert::{ConvertOptions, Converter};
-    use trace_convert::folded::{FoldedSink, Weight};
-    use trace_convert::formats::coverage::LcovOptions;
     use trace_convert::output::OutputPlan;
-    use trace_convert::sink::lcov::LcovSink;
-    use trace_convert::sink::perfetto::PerfettoSink;
+    use trace_convert::sinks::chrome::ChromeSink;
+    use trace_convert::sinks::folded::{FoldedSink, Weight};
+    use trace_convert::sinks::lcov::coverage::LcovOptions;
+    use trace_convert::sinks::lcov::LcovSink;
+    use trace_convert::sinks::perfetto::PerfettoSink;
     use trace_convert::symbols::Symbolizer;
     use trace_encode::{write_repeated, Encoding, PtmOptions};
 

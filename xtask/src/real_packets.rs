@@ -12,7 +12,8 @@ use crate::listing::{parse_listing, ListedPacket};
 use std::collections::BTreeMap;
 use std::path::Path;
 use trace_convert::input::{flags::SourceFlags, resolve};
-use trace_convert::packets::{read_capture, PacketRecord};
+use trace_convert::packets::read_capture;
+use trace_convert::sinks::listing::packets::PacketRecord;
 use trace_core::demux::Item;
 
 /// Packet figures of one capture.

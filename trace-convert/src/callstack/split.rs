@@ -12,7 +12,7 @@
 //! with no cycles. Other events, and ranges inside one chain, are one
 //! piece: themselves.
 
-use crate::callstack::FastMap;
+use crate::fast_map::FastMap;
 use crate::symbols::{InlineScope, Symbolizer};
 use trace_core::event::{Event, EventKind, InsnClass, Isa, Range};
 use trace_core::memory::{MemoryImage, Space};

@@ -1,14 +1,14 @@
 //! Conversion work done on the decoding threads: a sink that takes plain
 //! events and can work on them a share at a time
-//! ([`Sink::parts`](crate::sink::Sink::parts)) has that done by the
+//! ([`Sink::parts`](crate::sinks::Sink::parts)) has that done by the
 //! workers of a parallel decode (see [`Parts`]), and merges the results
-//! in order ([`Sink::part`](crate::sink::Sink::part)). When no call stacks
+//! in order ([`Sink::merge`](crate::sinks::Sink::merge)). When no call stacks
 //! are built, the workers also count the events for the report, and the
 //! calling thread is handed none of them.
 
 use super::{Converter, IdReport};
 use crate::decode::{Delivery, Part, Parts};
-use crate::sink::Interest;
+use crate::sinks::Interest;
 use std::any::Any;
 use std::io;
 use std::sync::Arc;
@@ -90,7 +90,7 @@ impl Converter<'_> {
             return None;
         }
         Some(Arc::new(ConvertParts {
-            sink: sink.parts()?,
+            sink: sink.decode_parts()?,
             keep: self.report.stacks_built,
         }))
     }
@@ -146,7 +146,7 @@ impl Converter<'_> {
             .find(|(_, i)| **i == Interest::EventsOnly)
             .map(|(s, _)| s);
         match sink {
-            Some(s) => s.part(id, result.sink),
+            Some(s) => s.merge(id, result.sink),
             None => Ok(()),
         }
     }

@@ -3,7 +3,6 @@
 
 mod in_parts;
 pub mod parallel;
-pub mod record;
 
 use crate::input::shown::shown;
 use crate::input::snapshot::Snapshot;
@@ -22,7 +21,6 @@ pub(crate) use parallel::decode_to;
 pub use parallel::{
     decode_capture_parts, decode_capture_with, DecodeOptions, Delivery, Part, Parts,
 };
-pub use record::{write_event, EventFormat, EventRecord};
 
 /// A `--mem FILE@ADDR` argument.
 #[derive(Debug, Clone, PartialEq, Eq)]

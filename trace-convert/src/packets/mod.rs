@@ -1,14 +1,11 @@
-//! Reading captures into packets, and the `packets` listing.
-
-pub mod record;
+//! Reading captures into packets (their listing is
+//! [`crate::sinks::listing::packets`]).
 
 use crate::input::source::CaptureSpec;
 use crate::input::InputError;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::PathBuf;
 use trace_core::demux::{Demux, Item, SourceStats};
-
-pub use record::PacketRecord;
 
 /// Bytes read from a capture file at a time.
 const CHUNK: usize = 1 << 20;
@@ -176,52 +173,5 @@ fn frame_bytes(ev: &trace_core::frames::FrameEvent) -> u64 {
         F::Data(_) => 0,
         F::Discarded { run, .. } => run.data().len() as u64,
         F::Unsynchronized { len, .. } | F::Truncated { len, .. } => len,
-    }
-}
-
-/// Listing formats of the `packets` command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ListFormat {
-    /// One readable line per packet.
-    Text,
-    /// One JSON object per line ([`PacketRecord`]).
-    Jsonl,
-}
-
-/// Write the listing line of `item` to `out`.
-///
-/// # Errors
-///
-/// The writer's error.
-pub fn write_item<W: Write + ?Sized>(
-    out: &mut W,
-    format: ListFormat,
-    item: &Item,
-) -> io::Result<()> {
-    match format {
-        ListFormat::Jsonl => {
-            serde_json::to_writer(&mut *out, &PacketRecord::from_item(item))?;
-            out.write_all(b"\n")
-        }
-        ListFormat::Text => match item {
-            Item::Packet { id, offset, packet } => {
-                writeln!(out, "{offset:>10}  {id:#04x}  {packet}")
-            }
-            Item::Error { id, error } => {
-                writeln!(out, "{:>10}  {id:#04x}  error: {error}", error.offset())
-            }
-            other => {
-                let r = PacketRecord::from_item(other);
-                let what = r.message.as_deref().unwrap_or("");
-                writeln!(
-                    out,
-                    "{:>10}  {:#04x}  {} ({} bytes) {what}",
-                    r.offset,
-                    r.id,
-                    r.kind,
-                    r.len.unwrap_or(0)
-                )
-            }
-        },
     }
 }

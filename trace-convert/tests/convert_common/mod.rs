@@ -5,13 +5,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use trace_convert::chrome::ChromeSink;
 use trace_convert::convert::{self, ConvertOptions, ConvertReport, Converter};
 use trace_convert::decode::ExtraMemory;
-use trace_convert::folded::{FoldedSink, Weight};
 use trace_convert::input::source::Protocol;
 use trace_convert::input::{self, flags::SourceFlags, Input};
-use trace_convert::sink::SharedBuffer;
+use trace_convert::sinks::chrome::ChromeSink;
+use trace_convert::sinks::folded::{FoldedSink, Weight};
+use trace_convert::sinks::SharedBuffer;
 use trace_convert::symbols::Symbolizer;
 use trace_core::memory::{MemoryMap, Space};
 use trace_encode::{encode_etm, encode_ptm, EtmOptions, Flow, PtmOptions, Trace};

@@ -15,8 +15,9 @@
 //! the caller it stands for was running from then on. `;` in names
 //! becomes `:` and line breaks spaces.
 
-use crate::callstack::{FastMap, FrameKind, FuncId};
-use crate::sink::{EventCtx, Output, RunInfo, Sink, ThreadKey};
+use crate::callstack::{FrameKind, FuncId};
+use crate::fast_map::FastMap;
+use crate::sinks::{EventCtx, Flow, NoParts, Output, RunInfo, Sink, ThreadKey};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use trace_core::event::{Event, EventKind};
@@ -283,16 +284,18 @@ impl FoldedStacks {
 }
 
 impl<W: Output> Sink for FoldedSink<W> {
+    type Parts = NoParts;
+
     fn name(&self) -> &str {
         "folded"
     }
 
-    fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<()> {
+    fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<Flow> {
         self.stacks.event(event, ctx);
-        Ok(())
+        Ok(Flow::Continue)
     }
 
-    fn finish(mut self: Box<Self>, _info: &RunInfo) -> io::Result<()> {
+    fn finish(&mut self, _info: &RunInfo) -> io::Result<()> {
         self.stacks.write(&mut self.out)?;
         self.out.complete()
     }

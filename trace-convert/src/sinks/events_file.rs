@@ -1,9 +1,11 @@
 //! The saved-events sink (`--save-events`): every decoded event, in
 //! order, into a file that `--from-events` converts later without
-//! decoding again (format in [`crate::formats::events_file`]).
+//! decoding again (format in [`crate::sinks::events_file::format`]).
 
-use crate::formats::events_file::{EventWriter, Header};
-use crate::sink::{EventCtx, Interest, Output, RunInfo, Sink};
+pub mod format;
+
+use self::format::{EventWriter, Header};
+use crate::sinks::{EventCtx, Flow, Interest, NoParts, Output, RunInfo, Sink};
 use std::io;
 use trace_core::event::Event;
 
@@ -32,15 +34,18 @@ impl<W: Output> EventsSink<W> {
 }
 
 impl<W: Output> Sink for EventsSink<W> {
+    type Parts = NoParts;
+
     fn name(&self) -> &str {
         "save-events"
     }
 
-    fn event(&mut self, event: &Event, _ctx: &EventCtx<'_>) -> io::Result<()> {
+    fn event(&mut self, event: &Event, _ctx: &EventCtx<'_>) -> io::Result<Flow> {
         match &mut self.writer {
-            Some(w) => w.write(event),
-            None => Err(io::Error::other("events file already finished")),
+            Some(w) => w.write(event)?,
+            None => return Err(io::Error::other("events file already finished")),
         }
+        Ok(Flow::Continue)
     }
 
     /// The events as decoded (not split for the call stacks).
@@ -48,14 +53,15 @@ impl<W: Output> Sink for EventsSink<W> {
         Interest::EventsOnly
     }
 
-    fn events(&mut self, events: &[Event]) -> io::Result<()> {
+    fn events(&mut self, events: &[Event]) -> io::Result<Flow> {
         events.iter().try_for_each(|e| match &mut self.writer {
             Some(w) => w.write(e),
             None => Err(io::Error::other("events file already finished")),
-        })
+        })?;
+        Ok(Flow::Continue)
     }
 
-    fn finish(mut self: Box<Self>, _info: &RunInfo) -> io::Result<()> {
+    fn finish(&mut self, _info: &RunInfo) -> io::Result<()> {
         match self.writer.take() {
             Some(w) => w.finish()?.complete(),
             None => Ok(()),

@@ -10,9 +10,12 @@
 //! appearance) holding a thread track per core. Timestamps are
 //! nanoseconds on the run's clock (see [`crate::clock`]).
 
-use crate::callstack::{FastMap, FuncId};
-use crate::formats::perfetto::{NameId, PerfettoWriter, TrackId};
-use crate::sink::{EventCtx, Interest, Output, RunInfo, Sink, ThreadKey};
+pub mod writer;
+
+use self::writer::{NameId, PerfettoWriter, TrackId};
+use crate::callstack::FuncId;
+use crate::fast_map::FastMap;
+use crate::sinks::{EventCtx, Flow, Interest, NoParts, Output, RunInfo, Sink, ThreadKey};
 use std::io;
 use trace_core::event::{Event, EventKind};
 
@@ -132,6 +135,8 @@ impl Layout {
 }
 
 impl<W: Output> Sink for PerfettoSink<W> {
+    type Parts = NoParts;
+
     fn name(&self) -> &str {
         "perfetto"
     }
@@ -147,7 +152,7 @@ impl<W: Output> Sink for PerfettoSink<W> {
         Interest::StackChanges
     }
 
-    fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<()> {
+    fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<Flow> {
         let instant = match event.kind {
             EventKind::Exception { number, .. } => Some(format!("exception {number}")),
             EventKind::Gap(r) => Some(format!("trace gap: {}", r.name())),
@@ -156,7 +161,7 @@ impl<W: Output> Sink for PerfettoSink<W> {
             _ => None,
         };
         if ctx.closed.is_empty() && ctx.opened.is_empty() && instant.is_none() {
-            return Ok(());
+            return Ok(Flow::Continue);
         }
         let Some(w) = self.writer.as_mut() else {
             return Err(io::Error::other("perfetto output already finished"));
@@ -191,10 +196,10 @@ impl<W: Output> Sink for PerfettoSink<W> {
                 w.begin_named(slices, ts, name)?;
             }
         }
-        Ok(())
+        Ok(Flow::Continue)
     }
 
-    fn finish(mut self: Box<Self>, _info: &RunInfo) -> io::Result<()> {
+    fn finish(&mut self, _info: &RunInfo) -> io::Result<()> {
         match self.writer.take() {
             Some(w) => w.finish()?.complete(),
             None => Ok(()),

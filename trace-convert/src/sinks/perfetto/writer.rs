@@ -18,7 +18,7 @@
 //! allocated per event.
 //!
 //! ```
-//! use trace_convert::formats::perfetto::PerfettoWriter;
+//! use trace_convert::sinks::perfetto::writer::PerfettoWriter;
 //!
 //! let mut w = PerfettoWriter::new(Vec::new());
 //! let cpu = w.thread_track(1, 1, "cpu0")?;
@@ -183,7 +183,7 @@ pub struct PerfettoWriter<W: Write> {
     /// descriptor, interned event name).
     inner: Vec<u8>,
     /// Interned event names and their IDs (from 1).
-    names: crate::callstack::FastMap<String, u64>,
+    names: crate::fast_map::FastMap<String, u64>,
     tracks: Vec<TrackState>,
     /// No packet written yet: the next one clears the incremental state.
     first: bool,
@@ -198,7 +198,7 @@ impl<W: Write> PerfettoWriter<W> {
             packet: Vec::with_capacity(256),
             msg: Vec::with_capacity(128),
             inner: Vec::with_capacity(128),
-            names: crate::callstack::FastMap::default(),
+            names: crate::fast_map::FastMap::default(),
             tracks: Vec::new(),
             first: true,
         }

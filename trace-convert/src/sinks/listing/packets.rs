@@ -1,7 +1,9 @@
-//! One JSON object per packet: the stable machine-readable form of the
+//! The `packets` listing: one text line or one JSON object per packet. The
+//! JSON object is the stable machine-readable form of the
 //! `packets` listing (schema in the README).
 
 use serde::{Deserialize, Serialize};
+use std::io::{self, Write};
 use trace_core::demux::{AnyPacket, Item};
 use trace_core::frames::{DiscardReason, FrameEvent};
 
@@ -284,5 +286,52 @@ impl PacketRecord {
             }
             _ => {}
         }
+    }
+}
+
+/// Listing formats of the `packets` command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListFormat {
+    /// One readable line per packet.
+    Text,
+    /// One JSON object per line ([`PacketRecord`]).
+    Jsonl,
+}
+
+/// Write the listing line of `item` to `out`.
+///
+/// # Errors
+///
+/// The writer's error.
+pub fn write_item<W: Write + ?Sized>(
+    out: &mut W,
+    format: ListFormat,
+    item: &Item,
+) -> io::Result<()> {
+    match format {
+        ListFormat::Jsonl => {
+            serde_json::to_writer(&mut *out, &PacketRecord::from_item(item))?;
+            out.write_all(b"\n")
+        }
+        ListFormat::Text => match item {
+            Item::Packet { id, offset, packet } => {
+                writeln!(out, "{offset:>10}  {id:#04x}  {packet}")
+            }
+            Item::Error { id, error } => {
+                writeln!(out, "{:>10}  {id:#04x}  error: {error}", error.offset())
+            }
+            other => {
+                let r = PacketRecord::from_item(other);
+                let what = r.message.as_deref().unwrap_or("");
+                writeln!(
+                    out,
+                    "{:>10}  {:#04x}  {} ({} bytes) {what}",
+                    r.offset,
+                    r.id,
+                    r.kind,
+                    r.len.unwrap_or(0)
+                )
+            }
+        },
     }
 }

@@ -42,7 +42,7 @@ mod part;
 
 pub use part::CoveragePart;
 
-use super::lcov::{FileCoverage, FunctionCoverage, LcovReport};
+use super::tracefile::{FileCoverage, FunctionCoverage, LcovReport};
 use isa_decode::{Cond, ItState, Kind};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};

@@ -11,7 +11,7 @@
 //!   timestamps never decrease and the pairs nest. An inferred caller (a
 //!   return out of the outermost frame) begins where the trace first
 //!   shows it, at the return; the folded stacks put it under what ran
-//!   before, see [`crate::folded`].
+//!   before, see [`crate::sinks::folded`].
 //! - Exceptions, trace gaps, trace-on, memory-not-accessible addresses
 //!   are thread-scoped instant events (`i`).
 //! - `ts` is in microseconds from the start of the trace (fractional,
@@ -19,8 +19,8 @@
 //!
 //! [`FrameKind`]: crate::callstack::FrameKind
 
-use crate::callstack::FastMap;
-use crate::sink::{EventCtx, Interest, Output, RunInfo, Sink, ThreadKey};
+use crate::fast_map::FastMap;
+use crate::sinks::{EventCtx, Flow, Interest, NoParts, Output, RunInfo, Sink, ThreadKey};
 use std::io;
 use trace_core::event::{Event, EventKind};
 
@@ -107,6 +107,8 @@ fn json_str(s: &str) -> String {
 }
 
 impl<W: Output> Sink for ChromeSink<W> {
+    type Parts = NoParts;
+
     fn name(&self) -> &str {
         "chrome"
     }
@@ -126,9 +128,9 @@ impl<W: Output> Sink for ChromeSink<W> {
         Interest::StackChanges
     }
 
-    fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<()> {
+    fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<Flow> {
         if !Interest::StackChanges.wants(event, !ctx.closed.is_empty() || !ctx.opened.is_empty()) {
-            return Ok(());
+            return Ok(Flow::Continue);
         }
         let (pid, tid) = self.ids(ctx.thread)?;
         let ts = ctx.clock.micros(ctx.time);
@@ -177,10 +179,10 @@ impl<W: Output> Sink for ChromeSink<W> {
             )?;
             write!(self.out, r#","args":{{"entry":"{:#010x}"}}}}"#, f.entry)?;
         }
-        Ok(())
+        Ok(Flow::Continue)
     }
 
-    fn finish(mut self: Box<Self>, _info: &RunInfo) -> io::Result<()> {
+    fn finish(&mut self, _info: &RunInfo) -> io::Result<()> {
         self.out.write_all(b"\n]}\n")?;
         self.out.complete()
     }

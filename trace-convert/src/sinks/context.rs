@@ -1,0 +1,127 @@
+//! What the converter tells sinks: the run ([`RunInfo`]), each event's
+//! shared context ([`EventCtx`]), and which events a sink is given
+//! ([`Interest`]).
+
+use crate::callstack::{Frame, Names, ThreadKey};
+use crate::clock::ClockInfo;
+use crate::symbols::Symbolizer;
+use trace_core::event::{Event, EventKind};
+use trace_core::memory::MemoryImage;
+
+/// What a sink learns about an event beyond the event itself.
+pub struct EventCtx<'a> {
+    /// The thread the event belongs to (after a context change, the new
+    /// one).
+    pub thread: ThreadKey,
+    /// Clock ticks when the event began.
+    pub time: u64,
+    /// Clock ticks after it (a range's end; equal to `time` for instants).
+    pub end: u64,
+    /// Cycles the event carried (cycle-accurate trace), 0 otherwise.
+    pub cycles: u64,
+    /// Frames closed before the event, innermost first.
+    pub closed: &'a [Frame],
+    /// Frames opened before the event, outermost first.
+    pub opened: &'a [Frame],
+    /// The stack after the changes, outermost first.
+    pub stack: &'a [Frame],
+    /// Function names of frames.
+    pub names: &'a Names,
+    /// Symbols, for source lines.
+    pub symbols: &'a Symbolizer,
+    /// The memory image of the event's source, when decoding from a
+    /// capture.
+    pub memory: Option<&'a dyn MemoryImage>,
+    /// The clock the times are on.
+    pub clock: &'a ClockInfo,
+}
+
+impl std::fmt::Debug for EventCtx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventCtx")
+            .field("thread", &self.thread)
+            .field("time", &self.time)
+            .field("end", &self.end)
+            .field("closed", &self.closed)
+            .field("opened", &self.opened)
+            .field("depth", &self.stack.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl EventCtx<'_> {
+    /// The name of a frame's function.
+    #[must_use]
+    pub fn name(&self, frame: &Frame) -> &str {
+        self.names.get(frame.func)
+    }
+}
+
+/// What every sink is told before the first event and at the end.
+#[derive(Debug, Clone, Default)]
+pub struct RunInfo {
+    /// The input (snapshot directory, capture or events file).
+    pub input: String,
+    /// The clock chosen for the run.
+    pub clock: ClockInfo,
+    /// Trace IDs and names of the sources.
+    pub sources: Vec<(u8, String)>,
+}
+
+/// Which events a sink is given ([`Sink::interest`](super::Sink::interest)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Interest {
+    /// Every event.
+    #[default]
+    Every,
+    /// Only events that open or close frames, and exceptions, gaps,
+    /// trace-on and memory-not-accessible events: what a timeline draws.
+    /// Most events (ranges inside one function) are then never handed
+    /// over.
+    StackChanges,
+    /// Every event as fed to the converter, without a context, in batches
+    /// ([`Sink::events`](super::Sink::events)): for sinks that need nothing but the events
+    /// (coverage). They are not given the end-of-trace events the
+    /// converter makes for each thread still open at the end.
+    EventsOnly,
+    /// No events: a sink that only writes what it learns in
+    /// [`Sink::begin`](super::Sink::begin) and
+    /// [`Sink::finish`](super::Sink::finish), and what a sink that stopped
+    /// ([`Flow::Stop`](super::Flow::Stop)) is given from then on.
+    Nothing,
+}
+
+impl Interest {
+    /// Whether a sink with this interest needs the call stacks and the
+    /// clock.
+    #[must_use]
+    pub fn needs_stacks(self) -> bool {
+        matches!(self, Interest::Every | Interest::StackChanges)
+    }
+
+    /// Whether a sink with this interest is given `event` with its context
+    /// ([`Sink::event`](super::Sink::event)), when it opened or closed frames (`changed`).
+    #[must_use]
+    #[inline]
+    pub fn wants(self, event: &Event, changed: bool) -> bool {
+        match self {
+            Interest::Every => true,
+            Interest::StackChanges => changed || is_instant(event),
+            Interest::EventsOnly | Interest::Nothing => false,
+        }
+    }
+}
+
+/// Exceptions, gaps, trace-on and memory-not-accessible events: the
+/// instants a timeline marks.
+#[must_use]
+#[inline]
+pub fn is_instant(event: &Event) -> bool {
+    matches!(
+        event.kind,
+        EventKind::Exception { .. }
+            | EventKind::Gap(_)
+            | EventKind::TraceOn { .. }
+            | EventKind::AddrNacc { .. }
+    )
+}
