@@ -1,5 +1,6 @@
 //! One JSON object per packet: the stable machine-readable form of the
-//! `packets` listing (schema in the README).
+//! `packets` listing. The schema is written once, in `docs/jsonl.md` of
+//! the repository (section "Packets").
 
 use serde::{Deserialize, Serialize};
 use trace_core::demux::{AnyPacket, Item};
