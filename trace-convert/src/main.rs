@@ -59,7 +59,7 @@ enum Command {
     ///   trace-convert packets --protocol etm --layout frames --cycle-accurate etb.bin
     #[command(verbatim_doc_comment)]
     Packets(PacketsArgs),
-    /// Decode the executed instruction flow (JSONL schema in the README).
+    /// Decode the executed instruction flow (JSONL schema in docs/jsonl.md).
     ///
     /// Lists executed ranges, exceptions, context changes, timestamps and
     /// addresses the memory image does not cover; --instructions lists
@@ -120,7 +120,7 @@ struct PacketsArgs {
 enum FormatArg {
     /// One readable line per packet.
     Text,
-    /// One JSON object per line (schema in the README).
+    /// One JSON object per line (schema in docs/jsonl.md).
     Jsonl,
 }
 
@@ -268,7 +268,7 @@ impl SourceArgs {
     }
 }
 
-/// Exit codes (documented in the README).
+/// Exit codes (documented in docs/cli.md).
 mod exit {
     pub const USAGE: u8 = 2;
     pub const INPUT: u8 = 3;

@@ -1,5 +1,5 @@
 //! Command-line misuse: each mistake gives one clear line on stderr and
-//! its own exit code (README, "Exit codes"), and never leaves a partial
+//! its own exit code (docs/cli.md, "Exit codes"), and never leaves a partial
 //! output file under the final name.
 
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! output is refused before anything is read or written; a failed or
 //! interrupted run leaves nothing under a final name and no temporary
 //! file; links are written through, `-` is standard output, pipes and
-//! devices are written in place (README, "Exit codes" and "Converting").
+//! devices are written in place (docs/cli.md, "Exit codes" and "Converting").
 //!
 //! Runs on the bundled example snapshot, copied into a scratch folder.
 

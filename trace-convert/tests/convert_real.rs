@@ -1,6 +1,7 @@
 //! Converting the real captures: Chrome JSON that parses and nests, and
-//! folded stacks whose weights add up to the instruction counts the README
-//! gives from OpenCSD's and DS-5's listings (independent of this decoder).
+//! folded stacks whose weights add up to the instruction counts that
+//! docs/conformance.md gives from OpenCSD's and DS-5's listings
+//! (independent of this decoder).
 
 mod convert_common;
 
@@ -54,7 +55,7 @@ fn tc2_stacks_balance_per_core_and_weights_sum_per_core() {
     let chrome = check_chrome(&out.chrome);
     assert_eq!(chrome.threads, 4, "trace IDs 0x10 to 0x13");
     let folded = folded_map(&out.folded);
-    // Instructions per trace ID from DS-5's dumps (README table).
+    // Instructions per trace ID from DS-5's dumps (docs/conformance.md table).
     for (id, want) in [
         (0x10, 7_205u64),
         (0x11, 7_471),

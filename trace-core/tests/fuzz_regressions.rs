@@ -1,4 +1,4 @@
-//! Inputs found by the fuzz targets in `fuzz/` (see the README's "Fuzzing"
+//! Inputs found by the fuzz targets in `fuzz/` (see docs/testing.md, "Fuzzing"
 //! section), kept as regression tests.
 
 use trace_core::frames::{Deformatter, FrameEvent, FrameMode};

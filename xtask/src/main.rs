@@ -1,6 +1,8 @@
 //! Development tasks, run as `cargo xtask <task>`:
 //!
-//! - `ci`: formatting, lints, the `no_std` builds for a Cortex-M target,
+//! - `ci`: formatting, lints, the documentation with warnings denied,
+//!   the library crates' feature combinations, the MSRV build (when that
+//!   toolchain is installed), the `no_std` builds for a Cortex-M target,
 //!   the whole test suite and conformance: what `.ci/run` runs.
 //! - `conformance`: our packets against OpenCSD's listings of the real
 //!   captures in `../shared/testdata/opencsd` and the third-party ones in
@@ -26,6 +28,7 @@ mod corpus;
 mod example;
 mod listing;
 mod no_std;
+mod publish_checks;
 mod real_categories;
 mod real_decode;
 mod real_packets;
@@ -95,9 +98,16 @@ fn testdata_dir() -> PathBuf {
 }
 
 fn cargo(args: &[&str]) -> Result<(), String> {
-    eprintln!("xtask: cargo {}", args.join(" "));
+    cargo_with_env(args, &[])
+}
+
+/// [`cargo`] with environment variables set.
+fn cargo_with_env(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
+    let shown: Vec<String> = env.iter().map(|(k, v)| format!("{k}=\"{v}\" ")).collect();
+    eprintln!("xtask: {}cargo {}", shown.concat(), args.join(" "));
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(root())
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
@@ -118,6 +128,9 @@ fn ci() -> Result<(), String> {
         "-D",
         "warnings",
     ])?;
+    publish_checks::docs()?;
+    publish_checks::features()?;
+    publish_checks::msrv_build()?;
     no_std::run()?;
     conformance::run(&testdata_dir(), &[])?;
     conformance_real::run_packets(&test_support::real_path(), false)?;

@@ -1,6 +1,6 @@
 //! Naming what differs between OpenCSD's instructions and ours in one
 //! hunk of the alignment (see `real_decode`). The categories and what
-//! each means are explained in the README ("Conformance with OpenCSD").
+//! each means are explained in docs/conformance.md.
 
 use crate::align::Hunk;
 use crate::real_decode::{Listed, MarkKind, Side};

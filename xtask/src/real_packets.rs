@@ -82,7 +82,7 @@ pub fn compare_capture(snapshot: &Path, listing: &str) -> Result<PacketFigures, 
     Ok(pair(&listed, &ours))
 }
 
-/// Categories of differences (explained in the README, "Conformance with
+/// Categories of differences (explained in docs/conformance.md, "Conformance with
 /// OpenCSD").
 const DATA_HEADER: &str =
     "data-trace header with data trace off: OpenCSD BAD_TRACEMODE, ours a data packet";

@@ -425,9 +425,8 @@ const NO_DECODER: u8 = u8::MAX;
 
 /// How many events a decode on one thread holds before it hands them to a
 /// conversion as one slice (once a packet has brought them to this many;
-/// see [`Converter::events`](crate::convert::Converter::events)). Slices
-/// of 256 and 4096 were as fast, within 2%, converting 16 MiB of PTM to
-/// Perfetto and LCOV.
+/// see [`Converter::events`](crate::convert::Converter::events)). The
+/// size matters little (figures in `docs/performance.md`).
 pub const SLICE: usize = 1024;
 
 /// What a [`Sink`] hands its deliveries to.
@@ -482,8 +481,8 @@ pub(crate) struct OnlyEvents<F>(pub(crate) F);
 
 impl<F: FnMut(&Event) -> io::Result<()>> Take for OnlyEvents<F> {
     // Always inlined: with the match left to the optimiser, a converter's
-    // per-event code was no longer inlined into the decoder's loop (4-10%
-    // slower conversions).
+    // per-event code was no longer inlined into the decoder's loop, and
+    // conversions were slower.
     #[inline(always)]
     fn take(&mut self, d: Delivery<'_>) -> io::Result<()> {
         match d {
@@ -513,7 +512,7 @@ pub(crate) struct Sink<'a, F: Take> {
 impl<F: Take> Sink<'_, F> {
     /// Count `e` and hand it on. By reference: the decoder has only just
     /// written the event field by field, and a copy of it as a whole
-    /// would wait for those stores (measured: 6% of a conversion's time).
+    /// would wait for those stores.
     #[inline]
     pub(crate) fn on(&mut self, e: &Event) {
         if F::COUNTS {

@@ -28,9 +28,7 @@
 //! thread works the oldest chunk no worker has taken yet, so `jobs`
 //! threads decode with `jobs - 1` workers: on two cores, a third busy
 //! thread would take turns with the workers, each turn costing them
-//! their caches (with one, the CLI's conversion to Perfetto + LCOV on two
-//! threads took 6-11% longer, the ETMv3 decode 7%, the two-source decode
-//! 3%).
+//! their caches.
 //! TPIU captures (continuous mode, whose frame alignment comes from
 //! synchronisation patterns) are decoded on the calling thread.
 //!
@@ -257,10 +255,8 @@ pub(crate) fn decode_to<T: Take>(
 /// capacity of its largest use), in at most `count` buffers, the largest
 /// kept first. Enough are kept for every chunk in flight: buffers freed
 /// and grown again chunk after chunk leave the allocator's heaps holding
-/// far more than the live events (peak RSS 124–148 MB instead of 91–97 MB
-/// on a two-source capture on two threads), and are touched afresh (a
-/// 16 MiB ETMv3 capture on two threads took 174,000 page faults when
-/// small buffers held the places of large ones, 20,000 now).
+/// far more than the live events, and are touched afresh (page faults on
+/// every chunk when small buffers hold the places of large ones).
 #[derive(Default)]
 struct Spare {
     bufs: Mutex<(Vec<EventBuf>, usize)>,

@@ -1,7 +1,7 @@
 //! DWARF line tables and inlined subroutines of one ELF file, cached per
 //! address (lines, frames) or per compilation unit (inline scopes). A
-//! section that cannot be read is named ([`DwarfInfo::load`],
-//! [`DwarfInfo::check`]); lookups in damaged DWARF give no answer.
+//! section that cannot be read is named (`DwarfInfo::load`,
+//! `DwarfInfo::check`); lookups in damaged DWARF give no answer.
 
 use super::inline::{self, InlineNames, UnitCache, UnitScope};
 use object::{Object, ObjectSection};

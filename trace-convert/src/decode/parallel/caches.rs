@@ -1,8 +1,8 @@
 //! The code caches of the chunks' decoders, kept from one chunk to the
 //! next: a fresh decoder starts with none and decodes every instruction it
-//! meets again (13% of the workers' time on TC2's kernel code), while a
-//! cache from an earlier chunk of the same source already holds the loops
-//! it will walk.
+//! meets again, while a cache from an earlier chunk of the same source
+//! already holds the loops it will walk (figures in
+//! `docs/performance.md`).
 
 use std::sync::Mutex;
 use trace_core::decode::{CodeCache, Decoder};

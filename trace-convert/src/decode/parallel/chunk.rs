@@ -184,8 +184,7 @@ struct PartFeed {
 
 /// [`run_op`] for a worker's lane: its events go to its part, if any, as
 /// they come (kept only if the part's maker asks for them: storing an
-/// event costs more than the part's work on most, 17% of a raw PTM
-/// decode on one core).
+/// event costs more than most parts' work).
 #[inline]
 fn lane_op(
     decoder: &mut Decoder,
@@ -198,8 +197,8 @@ fn lane_op(
     match part {
         // A closure of its own, not `run_op`'s: the decoder's code for it
         // then has this one caller, and is inlined here (sharing it with
-        // the joining thread's calls left it out of line: 4% more
-        // instructions in a two-thread decode).
+        // the joining thread's calls left it out of line, costing
+        // instructions on every event).
         None => feed_op(decoder, op, &mut |e: Event| {
             counts.count(&e);
             events.push((key, e));
@@ -222,8 +221,7 @@ fn lane_op(
 
 /// Run `op` on `decoder`, handing its events to `out`. By reference: the
 /// parser has only just written the item field by field, and a copy of
-/// it as a whole would wait for those stores (measured: a third of the
-/// workers' time outside the decoder's engine).
+/// it as a whole would wait for those stores.
 #[inline]
 pub(super) fn feed_op<F: FnMut(Event)>(decoder: &mut Decoder, op: &Op, out: &mut F) {
     match op {

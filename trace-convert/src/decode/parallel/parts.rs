@@ -21,7 +21,7 @@
 //! on, but not what a part made of them. Parts that read timestamp values
 //! say so ([`Parts::reads_timestamps`]), and then a share whose
 //! timestamps need correcting is decoded again on the calling thread
-//! instead (on the benchmark's two-source capture, 43% of the shares).
+//! instead.
 //!
 //! Counting the instructions of each trace ID on the decoding threads:
 //!

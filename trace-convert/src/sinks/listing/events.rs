@@ -1,26 +1,7 @@
 //! The `decode` listing: one JSON object or one text line per event.
 //!
-//! JSONL schema (one object per line; fields absent when not applicable):
-//!
-//! | field | events | meaning |
-//! |---|---|---|
-//! | `offset` | all | capture offset of the packet that produced the event |
-//! | `id` | all | trace ID |
-//! | `kind` | all | `range`, `exception`, `exception_return`, `context`, `trace_on`, `no_sync`, `timestamp`, `cycle_count`, `addr_nacc`, `gap`, `inconsistent`, `end_of_trace`, and with `--instructions` `instruction` |
-//! | `start`, `end` | range | first address, address after the last instruction (exclusive) |
-//! | `count` | range | number of instructions |
-//! | `isa` | range, context, instruction | `a32` or `t32` |
-//! | `executed` | range, instruction | last instruction passed its condition (E atom) |
-//! | `last` | range | class of the last instruction: `other`, `branch`, `indirect_branch`, `isb`, `barrier` |
-//! | `link`, `ret`, `cond` | range | last instruction links, is a subroutine return, is conditional |
-//! | `cycles` | range, context, trace_on, timestamp, cycle_count | cycle count |
-//! | `number`, `return` | exception | exception number, preferred return address |
-//! | `address` | addr_nacc, gap, instruction | the address concerned |
-//! | `reason` | trace_on, gap | `filter`/`overflow`/`debug_exit`; gap reasons: `undefined`, `no_waypoint`, `unknown_target`, `inside_instruction`, `unsupported_isa`, `packet_error` |
-//! | `check`, `expected`, `traced` | inconsistent | which self-check (`sync`, `branch`, `atoms`, `waypoint`), where the decoded flow was, the address the trace gives (absent for `atoms`) |
-//! | `ns`, `hyp`, `context_id`, `vmid` | context | processor context |
-//! | `timestamp` | timestamp | value |
-//! | `opcode`, `text` | instruction | opcode bytes as hex, disassembly |
+//! The JSONL schema (fields, their values, examples) is written once, in
+//! `docs/jsonl.md` of the repository (section "Decode").
 
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};

@@ -1,6 +1,7 @@
 //! The `packets` listing: one text line or one JSON object per packet. The
-//! JSON object is the stable machine-readable form of the
-//! `packets` listing (schema in the README).
+//! JSON object is the stable machine-readable form of the listing; its
+//! schema is written once, in `docs/jsonl.md` of the repository (section
+//! "Packets").
 
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};

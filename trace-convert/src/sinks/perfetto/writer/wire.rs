@@ -100,9 +100,7 @@ pub(crate) struct Scratch<'a> {
 /// Append a packet of at most [`SCRATCH_BYTES`] bytes to `buf`, written
 /// by `write` in place: room for the longest packet is made first and
 /// what is not written cut off again. A packet built elsewhere and then
-/// copied in had the copy wait for the bytes just stored one by one (a
-/// third of the time of writing a slice packet in a `cpu-clock`
-/// profile).
+/// copied in had the copy wait for the bytes just stored one by one.
 #[inline(always)]
 pub(crate) fn append_with(buf: &mut Vec<u8>, write: impl FnOnce(&mut Scratch<'_>)) {
     let start = buf.len();
