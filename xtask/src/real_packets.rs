@@ -89,7 +89,8 @@ const DATA_HEADER: &str =
 const RESERVED: &str = "reserved header: OpenCSD reads it as a packet, we report an error";
 const CUT_OFF: &str =
     "packet cut off by the end of the buffer: OpenCSD lists it, we report it incomplete";
-const SKIPPED: &str = "after an invalid header: OpenCSD parses on, we skip to the next A-sync";
+const SKIPPED: &str =
+    "next to an error: the bytes around an invalid packet are split into packets differently";
 const BEFORE_SYNC: &str =
     "ours only: bytes before the first A-sync reported skipped (OpenCSD: NOTSYNC)";
 const AFTER_END: &str = "ours only: after OpenCSD stopped at a fatal error";
