@@ -94,13 +94,26 @@ struct DecodeArgs {
     /// List every instruction with its disassembly instead of ranges.
     #[arg(long)]
     instructions: bool,
-    /// Listing format: readable text, or one JSON object per line.
-    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
-    format: FormatArg,
+    /// Listing format: readable text, one JSON object per line, or none
+    /// (decode everything and print only the per-ID summary).
+    #[arg(long, value_enum, default_value_t = DecodeFormatArg::Text)]
+    format: DecodeFormatArg,
     /// Write the listing to FILE instead of standard output (`-`: standard
     /// output). The file appears only when the listing is complete.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
+}
+
+/// The listing formats of `decode`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum DecodeFormatArg {
+    /// Readable lines.
+    Text,
+    /// One JSON object per line (schema in docs/jsonl.md).
+    Jsonl,
+    /// No listing: decode everything and print the per-ID summary only
+    /// (refuses -o).
+    None,
 }
 
 #[derive(Debug, Args)]
@@ -380,6 +393,18 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
     use trace_convert::decode::{self as dec, ExtraMemory};
     use trace_core::memory::MemoryImage;
 
+    // `None`: no listing, the events are only counted by the decode.
+    let format = match args.format {
+        DecodeFormatArg::Text => Some(EventFormat::Text),
+        DecodeFormatArg::Jsonl => Some(EventFormat::Jsonl),
+        DecodeFormatArg::None => None,
+    };
+    if format.is_none() && args.output.is_some() {
+        return fail(
+            exit::USAGE,
+            "--format none writes no listing: -o/--output does not go with it",
+        );
+    }
     let named = std::iter::once(args.input.path.as_path())
         .chain(args.elf.iter().map(PathBuf::as_path))
         .chain(args.mem.iter().map(|m| m.path.as_path()));
@@ -395,10 +420,6 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
     if let Err(e) = plan.check_inputs(input_files(&input).iter().map(PathBuf::as_path)) {
         return output_failure(&e);
     }
-    let format = match args.format {
-        FormatArg::Text => EventFormat::Text,
-        FormatArg::Jsonl => EventFormat::Jsonl,
-    };
     let extra = ExtraMemory {
         elves: args.elf.clone(),
         raw: args.mem.clone(),
@@ -449,6 +470,9 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
                         .unwrap_or_else(|| Arc::clone(&fallback))
                 },
                 |e| {
+                    let Some(format) = format else {
+                        return Ok(());
+                    };
                     if only.is_some_and(|id| id != e.id) {
                         return Ok(());
                     }

@@ -1,0 +1,127 @@
+//! `decode --format none`: no listing, the same per-ID summary as a
+//! listing run, counted here from the JSON Lines listing of the same input.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn run(args: &[&str], input: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_trace-convert"))
+        .args(args)
+        .arg(input)
+        .output()
+        .unwrap()
+}
+
+/// Per trace ID: ranges, instructions, addresses not accessible, gaps.
+type Counts = BTreeMap<u64, [u64; 4]>;
+
+/// The counts of a JSON Lines decode listing.
+fn count_jsonl(text: &str) -> Counts {
+    let mut counts = Counts::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let c = counts.entry(v["id"].as_u64().unwrap()).or_default();
+        match v["kind"].as_str().unwrap() {
+            "range" => {
+                c[0] += 1;
+                c[1] += v["count"].as_u64().unwrap();
+            }
+            "addr_nacc" => c[2] += 1,
+            "gap" => c[3] += 1,
+            _ => {}
+        }
+    }
+    counts
+}
+
+/// The counts of the summary lines on standard error
+/// (`...: ID 0x10: R ranges, I instructions, N not accessible, G gaps`).
+fn summary(stderr: &str) -> Counts {
+    let mut counts = Counts::new();
+    for line in stderr.lines() {
+        let Some((_, rest)) = line
+            .split_once(": ID 0x")
+            .filter(|_| line.ends_with(" gaps"))
+        else {
+            continue;
+        };
+        let (id, rest) = rest.split_once(": ").unwrap();
+        let numbers: Vec<u64> = rest
+            .split(", ")
+            .map(|part| part.split(' ').next().unwrap().parse().unwrap())
+            .collect();
+        let id = u64::from_str_radix(id, 16).unwrap();
+        counts.insert(id, numbers.try_into().unwrap());
+    }
+    counts
+}
+
+fn same_counts_as_jsonl(input: &Path) {
+    let none = run(&["decode", "--format", "none"], input);
+    let stderr = String::from_utf8_lossy(&none.stderr);
+    assert!(none.status.success(), "{stderr}");
+    assert!(none.stdout.is_empty(), "no listing is written");
+    let jsonl = run(&["decode", "--format", "jsonl"], input);
+    assert!(jsonl.status.success());
+    let listed = count_jsonl(&String::from_utf8(jsonl.stdout).unwrap());
+    // IDs without any counted event have a summary line of zeros only.
+    let listed: Counts = listed.into_iter().filter(|(_, c)| *c != [0; 4]).collect();
+    let summed: Counts = summary(&stderr)
+        .into_iter()
+        .filter(|(_, c)| *c != [0; 4])
+        .collect();
+    assert!(summed.values().any(|c| c[1] > 0), "{stderr}");
+    assert_eq!(summed, listed, "{stderr}");
+}
+
+#[test]
+fn bundled_example_summary_equals_the_listing_counts() {
+    same_counts_as_jsonl(&test_support::repo_root().join("examples/snapshot"));
+}
+
+#[test]
+fn real_captures_summary_equals_the_listing_counts() {
+    let Some(dir) = test_support::opencsd_dir() else {
+        return;
+    };
+    for name in ["tc2-ptm-rstk-t32", "TC2"] {
+        same_counts_as_jsonl(&dir.join(name));
+    }
+}
+
+#[test]
+fn output_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let listing = dir.path().join("out.txt");
+    let out = Command::new(env!("CARGO_BIN_EXE_trace-convert"))
+        .args(["decode", "--format", "none", "-o"])
+        .arg(&listing)
+        .arg(test_support::repo_root().join("examples/snapshot"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--format none"));
+    assert!(!listing.exists());
+}
+
+#[test]
+fn nothing_decoded_exits_4() {
+    let dir = tempfile::tempdir().unwrap();
+    // Zero bytes hold no synchronisation: nothing can be decoded.
+    let capture = dir.path().join("zeros.bin");
+    std::fs::write(&capture, [0u8; 256]).unwrap();
+    let out = run(
+        &["decode", "--format", "none", "--protocol", "ptm"],
+        &capture,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("decoded no instruction"));
+}
