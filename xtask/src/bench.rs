@@ -1,6 +1,7 @@
 //! `cargo xtask bench`: throughput of packet parsing, full decode (one
-//! thread and all threads), the CLI end to end with its peak memory, and
-//! the CLI's start-up time, printed as one table.
+//! thread and all threads), the CLI end to end with its peak memory,
+//! the CLI's start-up time, and the CLI against OpenCSD's `trc_pkt_lister`
+//! where it is installed, printed as one table.
 //!
 //! Inputs, built from the real captures: the raw PTM capture of
 //! tc2-ptm-rstk-t32 repeated (it starts with A-sync + I-sync and ends in a
@@ -22,9 +23,13 @@
 //! `--file-mb N` (size of the capture files that the library and the CLI
 //! decode in a child process, whose peak memory is reported; default 256),
 //! `--cli-mb N` (size of the files the CLI lists as JSON Lines; default 16),
+//! `--opencsd-mb N` (size of the snapshots that the CLI and OpenCSD's
+//! `trc_pkt_lister` both list, see [`opencsd`]; default 2),
 //! `--runs N` (default 5), `--jobs N` (threads of the parallel rows,
 //! default all), `--only TEXT` (only the rows whose name contains TEXT,
 //! e.g. for a profiler).
+
+mod opencsd;
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -53,6 +58,7 @@ struct Opts {
     size: usize,
     file_size: usize,
     cli_size: usize,
+    opencsd_size: usize,
     runs: usize,
     jobs: usize,
     only: Option<String>,
@@ -74,6 +80,7 @@ impl Opts {
             size: number("--size-mb", 64)? << 20,
             file_size: number("--file-mb", 256)? << 20,
             cli_size: number("--cli-mb", 16)? << 20,
+            opencsd_size: number("--opencsd-mb", 2)? << 20,
             runs: number("--runs", 5)?.max(1),
             jobs: number("--jobs", 0)?,
             only: value("--only").cloned(),
@@ -1091,6 +1098,7 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
         "CLI decode --format jsonl",
         "CLI convert to",
         "CLI start-up + decode",
+        opencsd::TAG,
     ];
     if cli_rows.iter().any(|w| opts.wants(w)) {
         let bin = cli_binary()?;
@@ -1123,6 +1131,17 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
         }
         if opts.wants(cli_rows[1]) {
             convert_rows(&opts, &bin, &cli_dir, jobs, &mut rows)?;
+        }
+        if opts.wants(opencsd::TAG) {
+            let dir = tmp.0.join("opencsd");
+            let size = opts.opencsd_size;
+            let (ptm_snap, ptm_file) = snapshot_with(&rstk_dir, &dir, &unit, size)?;
+            let (tc2_snap, tc2_file) = snapshot_with(&tc2_dir, &dir, &capture, size)?;
+            let inputs = [
+                ("PTM raw", ptm_snap, ptm_file, ptm_base),
+                ("TC2 sessions", tc2_snap, tc2_file, sessions_base),
+            ];
+            opencsd::rows(&opts, &bin, &inputs, &mut rows)?;
         }
         for (name, snap) in [("TC2", &tc2_dir), ("tc2-ptm-rstk-t32", &rstk_dir)] {
             if !opts.wants(cli_rows[2]) {
@@ -1226,11 +1245,12 @@ fn convert_rows(
 
 fn print(opts: &Opts, jobs: usize, rows: &[Row]) {
     println!(
-        "inputs: {} MiB in memory, {} MiB files, {} MiB for the CLI; best of {} runs \
-         (children: of up to 3); {jobs} threads in the parallel rows",
+        "inputs: {} MiB in memory, {} MiB files, {} MiB for the CLI, {} MiB against OpenCSD; \
+         best of {} runs (children: of up to 3); {jobs} threads in the parallel rows",
         opts.size >> 20,
         opts.file_size >> 20,
         opts.cli_size >> 20,
+        opts.opencsd_size >> 20,
         opts.runs
     );
     let width = rows.iter().map(|r| r.what.len()).max().unwrap_or(0).max(50);
@@ -1239,6 +1259,13 @@ fn print(opts: &Opts, jobs: usize, rows: &[Row]) {
         "what", "time", "MB/s", "M insn/s", "vs sum"
     );
     for r in rows {
+        if r.time.is_zero() {
+            println!(
+                "{:<width$} {:>10} {:>9} {:>10} {:>10}  {}",
+                r.what, "-", "-", "-", "-", r.note
+            );
+            continue;
+        }
         let mbs = mb_s(r.bytes, r.time);
         let insn = r.instructions.map_or_else(
             || "-".to_owned(),

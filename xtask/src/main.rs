@@ -62,7 +62,7 @@ fn main() -> ExitCode {
         Some("check-corpus") => corpus::check(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | conformance [--decode] [--verbose] | no-std | bench [--size-mb N] \
+                "usage: cargo xtask <ci | conformance [--decode] [--verbose] | no-std | bench [--size-mb N] [--opencsd-mb N] \
                  | gen-corpus | gen-example | check-corpus [--qemu]>"
             );
             return ExitCode::from(2);
