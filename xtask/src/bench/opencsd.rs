@@ -31,7 +31,10 @@ fn opencsd_instructions(lister: &Path, snap: &Path) -> Result<u64, String> {
     let mut child = Command::new(lister)
         .arg("-ss_dir")
         .arg(snap)
-        .args(["-decode_only", "-logstdout"])
+        // Without a named log file it also writes `trc_pkt_lister.ppl`
+        // into its working directory.
+        .args(["-decode_only", "-logstdout", "-logfilename", "/dev/null"])
+        .current_dir(snap)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
