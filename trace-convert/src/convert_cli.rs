@@ -87,6 +87,12 @@ pub struct ConvertArgs {
     /// Example: --no-inline
     #[arg(long)]
     no_inline: bool,
+    /// Keep function names as the ELF files spell them: by default C++
+    /// and Rust mangled names are demangled (`_ZN4demo8crc_taskEv` is
+    /// shown as `demo::crc_task()`).
+    /// Example: --no-demangle
+    #[arg(long)]
+    no_demangle: bool,
     /// No progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -295,10 +301,13 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
             .find(|t| need(&t.format.needs))
             .map(|t| format!("--{}", t.format.flag))
     };
-    let mut symbols = match Symbolizer::from_elves(&elves) {
-        Ok(s) => s,
-        Err(e) => return fail(exit::INPUT, e),
-    };
+    let mut symbols = Symbolizer::default();
+    symbols.set_demangle(!args.no_demangle);
+    for e in &elves {
+        if let Err(e) = symbols.add_elf(e) {
+            return fail(exit::INPUT, e);
+        }
+    }
     symbols.set_inline_scopes(!args.no_inline);
     for p in symbols.dwarf_problems() {
         eprintln!("trace-convert: warning: DWARF section not readable: {p}: that file gives no source lines");
