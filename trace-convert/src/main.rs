@@ -356,8 +356,13 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
             for (name, why) in &capture.skipped {
                 eprintln!("trace-convert: {name}: not decoded: {why}");
             }
-            let summary = packets::read_capture(capture, |item| write_item(out, format, item))
-                .map_err(read_failure)?;
+            // With --trace-id, the bytes of the other IDs are not listed.
+            let only = args.input.source.trace_id;
+            let summary = packets::read_capture(capture, |item| match (item, only) {
+                (trace_core::demux::Item::Unconfigured { run }, Some(id)) if run.id != id => Ok(()),
+                _ => write_item(out, format, item),
+            })
+            .map_err(read_failure)?;
             for (id, s) in &summary.sources {
                 eprintln!(
                     "trace-convert: {}: ID {id:#04x}: {} bytes, {} packets ({} bytes), {} bytes skipped, {} errors",
