@@ -23,7 +23,7 @@ use outputs_cli::{input_files, listing_plan, output_failure, with_output};
 /// outputs in one decoding pass:
 ///
 ///   trace-convert snapshot_dir --chrome trace.json --perfetto trace.pftrace
-///   trace-convert PTM_0_2.bin --protocol ptm --elf app.elf --lcov app.info --folded app.folded
+///   trace-convert PTM_0_2.bin --protocol ptm --return-stack --elf app.elf --lcov app.info --folded app.folded
 ///   trace-convert snapshot_dir --out-dir out          (every format into out/)
 ///   trace-convert snapshot_dir --save-events ev.bin   (decode once...)
 ///   trace-convert --from-events ev.bin --lcov app.info --elf app.elf   (...convert later)
@@ -68,7 +68,7 @@ enum Command {
     /// Examples:
     ///   trace-convert decode ../shared/testdata/opencsd/tc2-ptm-rstk-t32
     ///   trace-convert decode --instructions --trace-id 0x13 TC2
-    ///   trace-convert decode --protocol ptm --mem code.bin@0x80000000 PTM_0_2.bin
+    ///   trace-convert decode --protocol ptm --return-stack --mem code.bin@0x80000000 PTM_0_2.bin
     #[command(verbatim_doc_comment)]
     Decode(DecodeArgs),
     /// Convert into timelines, flame graphs and coverage (the same as
