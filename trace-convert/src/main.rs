@@ -13,6 +13,7 @@ use trace_convert::sinks::listing::packets::{write_item, ListFormat};
 
 mod convert_cli;
 mod outputs_cli;
+mod typo;
 use convert_cli::ConvertArgs;
 use outputs_cli::{input_files, listing_plan, output_failure, with_output};
 
@@ -495,6 +496,15 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    let first = std::env::args_os().nth(1);
+    let first = first.as_ref().and_then(|a| a.to_str()).unwrap_or_default();
+    if let Some(s) = typo::subcommand_typo(first) {
+        let word = first;
+        return fail(
+            exit::USAGE,
+            format!("`{word}` is neither a subcommand nor an existing input: did you mean `{s}`?"),
+        );
+    }
     let cli = Cli::parse();
     if let Err(e) = trace_convert::output::remove_temporaries_on_signal() {
         eprintln!("trace-convert: note: signals will not remove temporary files: {e}");
