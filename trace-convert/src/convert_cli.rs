@@ -15,6 +15,7 @@ use trace_convert::decode::memory_for;
 use trace_convert::decode::{ExtraMemory, MemArg};
 use trace_convert::input::{self, Input};
 use trace_convert::output::OutputPlan;
+use trace_convert::plural::plural;
 use trace_convert::sinks::events_file::format::{Header, ImageInfo, SourceInfo};
 use trace_convert::sinks::folded::Weight;
 use trace_convert::sinks::lcov::coverage::LcovOptions;
@@ -79,7 +80,7 @@ pub struct ConvertArgs {
     timestamp_hz: Option<f64>,
     /// Deepest call stack kept; deeper calls are counted and dropped.
     /// Example: --max-depth 256
-    #[arg(long, value_name = "N", default_value_t = 1024)]
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = parse_depth)]
     max_depth: usize,
     /// Show no inlined functions: by default code that DWARF says was
     /// inlined gets frames of its own (the inlined function above the one
@@ -118,10 +119,29 @@ enum ClockArg {
     Instructions,
 }
 
+/// Frequencies accepted, in Hz: 1 kHz to 100 GHz (a slower or faster
+/// processor or timestamp counter is surely a typing mistake).
+const HZ_BOUNDS: (f64, f64) = (1e3, 1e11);
+
 fn parse_hz(s: &str) -> Result<f64, String> {
+    let (lo, hi) = HZ_BOUNDS;
     match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Ok(v) if (lo..=hi).contains(&v) => Ok(v),
+        Ok(v) if v.is_finite() && v > 0.0 => Err(format!(
+            "{s} Hz is outside the frequencies accepted, {lo:e} (1 kHz) to {hi:e} (100 GHz)"
+        )),
         _ => Err(format!("`{s}` is not a positive frequency in Hz")),
+    }
+}
+
+/// Call-stack depths accepted by `--max-depth`.
+const DEPTH_BOUNDS: (usize, usize) = (1, 1_000_000);
+
+fn parse_depth(s: &str) -> Result<usize, String> {
+    let (lo, hi) = DEPTH_BOUNDS;
+    match s.trim().parse::<usize>() {
+        Ok(v) if (lo..=hi).contains(&v) => Ok(v),
+        _ => Err(format!("`{s}` is not a depth from {lo} to {hi}")),
     }
 }
 
@@ -517,13 +537,19 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
 
 fn print_summary(r: &ConvertReport) {
     for (path, bytes) in &r.captures {
-        eprintln!("trace-convert: {}: {bytes} bytes", path.display());
+        eprintln!(
+            "trace-convert: {}: {}",
+            path.display(),
+            plural(*bytes, "byte")
+        );
     }
     for (id, p) in &r.parsed {
         if !r.ids.contains_key(id) {
             eprintln!(
-                "trace-convert: ID {id:#04x}: {} bytes, {} packets, {} bytes skipped, no instructions decoded",
-                p.bytes, p.packets, p.skipped
+                "trace-convert: ID {id:#04x}: {}, {}, {} skipped, no instructions decoded",
+                plural(p.bytes, "byte"),
+                plural(p.packets, "packet"),
+                plural(p.skipped, "byte")
             );
         }
     }
@@ -531,16 +557,22 @@ fn print_summary(r: &ConvertReport) {
         let mut line = format!("trace-convert: ID {id:#04x}: ");
         if let Some(p) = r.parsed.get(id) {
             line.push_str(&format!(
-                "{} bytes, {} packets, {} bytes skipped, ",
-                p.bytes, p.packets, p.skipped
+                "{}, {}, {} skipped, ",
+                plural(p.bytes, "byte"),
+                plural(p.packets, "packet"),
+                plural(p.skipped, "byte")
             ));
         }
         line.push_str(&format!(
-            "{} instructions in {} ranges, {} exceptions, {} gaps, {} trace-on",
-            c.instructions, c.ranges, c.exceptions, c.gaps, c.trace_on
+            "{} in {}, {}, {}, {} trace-on",
+            plural(c.instructions, "instruction"),
+            plural(c.ranges, "range"),
+            plural(c.exceptions, "exception"),
+            plural(c.gaps, "gap"),
+            c.trace_on
         ));
         if c.cycles > 0 {
-            line.push_str(&format!(", {} cycles", c.cycles));
+            line.push_str(&format!(", {}", plural(c.cycles, "cycle")));
         }
         let nacc: u64 = c.nacc.values().sum();
         if nacc > 0 {

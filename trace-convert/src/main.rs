@@ -8,6 +8,7 @@ use trace_convert::input::flags::{Layout, SourceFlags};
 use trace_convert::input::source::Protocol;
 use trace_convert::input::{self, InputError};
 use trace_convert::packets::{self, ReadError};
+use trace_convert::plural::plural;
 use trace_convert::sinks::listing::events::{write_event, EventFormat};
 use trace_convert::sinks::listing::packets::{write_item, ListFormat};
 
@@ -366,13 +367,13 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
             .map_err(read_failure)?;
             for (id, s) in &summary.sources {
                 eprintln!(
-                    "trace-convert: {}: ID {id:#04x}: {} bytes, {} packets ({} bytes), {} bytes skipped, {} errors",
+                    "trace-convert: {}: ID {id:#04x}: {}, {} ({}), {} skipped, {}",
                     capture.path.display(),
-                    s.bytes,
-                    s.packets,
-                    s.in_packets,
-                    s.skipped,
-                    s.errors
+                    plural(s.bytes, "byte"),
+                    plural(s.packets, "packet"),
+                    plural(s.in_packets, "byte"),
+                    plural(s.skipped, "byte"),
+                    plural(s.errors, "error")
                 );
             }
         }

@@ -207,3 +207,16 @@ fn a_mistyped_subcommand_is_named() {
         fails(&run(&args), USAGE, want);
     }
 }
+
+#[test]
+fn absurd_depths_and_frequencies_are_usage_errors() {
+    for (flag, value) in [
+        ("--max-depth", "0"),
+        ("--max-depth", "2000000"),
+        ("--cpu-hz", "1e30"),
+        ("--cpu-hz", "10"),
+        ("--timestamp-hz", "1e12"),
+    ] {
+        fails(&run(&["x", flag, value]), USAGE, flag);
+    }
+}
