@@ -11,7 +11,7 @@ use trace_convert::clock::ClockKind;
 use trace_convert::convert::{
     self, ClockChoice, ConvertError, ConvertOptions, ConvertReport, Converter,
 };
-use trace_convert::decode::memory_for;
+use trace_convert::decode::{has_memory, memory_for, no_memory_warning};
 use trace_convert::decode::{ExtraMemory, MemArg};
 use trace_convert::input::{self, Input};
 use trace_convert::output::OutputPlan;
@@ -389,6 +389,11 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
     };
     if let Some(i) = &input {
         super::print_notes(i);
+        for s in i.captures.iter().flat_map(|c| &c.sources) {
+            if !has_memory(i.snapshot.as_ref(), &s.name, &extra) {
+                eprintln!("trace-convert: {}", no_memory_warning(&s.name));
+            }
+        }
         // The snapshot's own files, known once its `.ini` files are read.
         if let Err(e) = plan.check_inputs(input_files(i).iter().map(PathBuf::as_path)) {
             return output_failure(&e);
