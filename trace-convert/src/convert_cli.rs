@@ -657,6 +657,7 @@ fn events_header(input: &Input, extra: &ExtraMemory) -> Result<Header, String> {
         .map(|s| SourceInfo {
             trace_id: s.id,
             protocol: s.protocol,
+            core: convert::core_label(input, s),
         })
         .collect();
     Ok(Header {
