@@ -83,9 +83,17 @@ pub fn hex_name(addr: u32) -> String {
 
 /// `name` demangled when it is a C++ (Itanium ABI) or Rust (legacy or
 /// v0) mangled name, else `name` unchanged.
+///
+/// Only names with the prefix of a mangled name (`_Z`, `_R`) are
+/// demangled: a C function named `a` or `v` is not the C++ type those
+/// letters encode.
 #[must_use]
 pub fn demangle(name: &str) -> std::borrow::Cow<'_, str> {
-    addr2line::demangle_auto(std::borrow::Cow::Borrowed(name), None)
+    if name.starts_with("_Z") || name.starts_with("_R") {
+        addr2line::demangle_auto(std::borrow::Cow::Borrowed(name), None)
+    } else {
+        std::borrow::Cow::Borrowed(name)
+    }
 }
 
 /// An inlined scope for tests: `lo`, `hi` and its chain of (name, entry).
@@ -643,7 +651,9 @@ mod demangle_tests {
 
     #[test]
     fn not_quite_mangled_names_stay_as_they_are() {
-        for n in ["_Z", "_ZN4demo", "_R", "main", ""] {
+        // Plain C names that are also Itanium type codes (`a` is
+        // `signed char`, `v` is `void`).
+        for n in ["_Z", "_ZN4demo", "_R", "main", "", "a", "v", "i", "Pc"] {
             assert_eq!(demangle(n), n);
         }
     }

@@ -222,8 +222,14 @@ impl DwarfInfo {
             let function = frame
                 .function
                 .as_ref()
-                .and_then(|f| if demangle { f.demangle() } else { f.raw_name() }.ok())
-                .map(|n| n.into_owned());
+                .and_then(|f| f.raw_name().ok())
+                .map(|n| {
+                    if demangle {
+                        super::demangle(&n).into_owned()
+                    } else {
+                        n.into_owned()
+                    }
+                });
             let location = frame.location.and_then(|l| match (l.file, l.line) {
                 (Some(f), Some(line)) if line > 0 => Some(SourceLine {
                     file: self.intern(f),
