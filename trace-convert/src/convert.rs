@@ -26,10 +26,11 @@ mod parts;
 use crate::callstack::{CallStacks, StackStats};
 use crate::clock::{ClockInfo, ClockKind, Clocks};
 use crate::decode::{self as dec, Delivery, ExtraMemory};
+use crate::input::source::SourceSpec;
 use crate::input::{Input, InputError};
 use crate::packets::ReadError;
 use crate::progress::Progress;
-use crate::sinks::{is_instant, DynSink, EventCtx, Flow, Interest, RunInfo, ThreadKey};
+use crate::sinks::{is_instant, DynSink, EventCtx, Flow, Interest, RunInfo, SourceName, ThreadKey};
 use crate::symbols::{SymbolError, Symbolizer};
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -407,7 +408,7 @@ impl<'a> Converter<'a> {
     }
 
     /// Set what sinks are told about the run (before the first event).
-    pub fn set_info(&mut self, input: String, sources: Vec<(u8, String)>) {
+    pub fn set_info(&mut self, input: String, sources: Vec<SourceName>) {
         self.info.input = input;
         self.info.sources = sources;
     }
@@ -907,6 +908,40 @@ pub fn load_images(
     Ok((images, fallback))
 }
 
+/// The sources of `input` as the outputs name them, each with its core
+/// ([`core_label`]).
+#[must_use]
+pub fn source_names(input: &Input) -> Vec<SourceName> {
+    input
+        .captures
+        .iter()
+        .flat_map(|c| &c.sources)
+        .map(|s| SourceName {
+            id: s.id,
+            protocol: s.protocol.name().to_owned(),
+            core: core_label(input, s),
+        })
+        .collect()
+}
+
+/// The core `source` traces, named and typed as the snapshot's device
+/// file says (`cpu_0 Cortex-A7`; the name alone when it holds the type,
+/// as `Cortex-A15_0`), else as the input names it (`cpu3` of
+/// a `perf.data` recording), else `None`.
+#[must_use]
+pub fn core_label(input: &Input, source: &SourceSpec) -> Option<String> {
+    match input
+        .snapshot
+        .as_ref()
+        .and_then(|s| s.core_of(&source.name))
+    {
+        // `Cortex-A15_0` says its type already.
+        Some(core) if core.name.contains(&core.kind) => Some(core.name.clone()),
+        Some(core) => Some(format!("{} {}", core.name, core.kind)),
+        None => source.core.clone(),
+    }
+}
+
 /// Decode every capture of `input` once, feeding `conv`; then finish it.
 /// `progress` shows a progress bar (when standard error is a terminal and
 /// the capture is large).
@@ -923,15 +958,7 @@ pub fn convert_input(
     progress: bool,
 ) -> Result<ConvertReport, ConvertError> {
     let (images, fallback) = load_images(input, extra)?;
-    let sources = input
-        .captures
-        .iter()
-        .flat_map(|c| {
-            c.sources
-                .iter()
-                .map(|s| (s.id, s.protocol.name().to_owned()))
-        })
-        .collect();
+    let sources = source_names(input);
     let name = input
         .captures
         .first()
@@ -1111,7 +1138,11 @@ pub fn convert_events_file(
         header
             .sources
             .iter()
-            .map(|s| (s.trace_id, s.protocol.name().to_owned()))
+            .map(|s| SourceName {
+                id: s.trace_id,
+                protocol: s.protocol.name().to_owned(),
+                core: s.core.clone(),
+            })
             .collect(),
     );
     conv.add_capture(path.to_path_buf(), size);

@@ -11,10 +11,11 @@ use trace_convert::clock::ClockKind;
 use trace_convert::convert::{
     self, ClockChoice, ConvertError, ConvertOptions, ConvertReport, Converter,
 };
-use trace_convert::decode::memory_for;
+use trace_convert::decode::{has_memory, memory_for, no_memory_warning};
 use trace_convert::decode::{ExtraMemory, MemArg};
 use trace_convert::input::{self, Input};
 use trace_convert::output::OutputPlan;
+use trace_convert::plural::plural;
 use trace_convert::sinks::events_file::format::{Header, ImageInfo, SourceInfo};
 use trace_convert::sinks::folded::Weight;
 use trace_convert::sinks::lcov::coverage::LcovOptions;
@@ -79,7 +80,7 @@ pub struct ConvertArgs {
     timestamp_hz: Option<f64>,
     /// Deepest call stack kept; deeper calls are counted and dropped.
     /// Example: --max-depth 256
-    #[arg(long, value_name = "N", default_value_t = 1024)]
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = parse_depth)]
     max_depth: usize,
     /// Show no inlined functions: by default code that DWARF says was
     /// inlined gets frames of its own (the inlined function above the one
@@ -87,6 +88,12 @@ pub struct ConvertArgs {
     /// Example: --no-inline
     #[arg(long)]
     no_inline: bool,
+    /// Keep function names as the ELF files spell them: by default C++
+    /// and Rust mangled names are demangled (`_ZN4demo8crc_taskEv` is
+    /// shown as `demo::crc_task()`).
+    /// Example: --no-demangle
+    #[arg(long)]
+    no_demangle: bool,
     /// No progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -112,10 +119,29 @@ enum ClockArg {
     Instructions,
 }
 
+/// Frequencies accepted, in Hz: 1 kHz to 100 GHz (a slower or faster
+/// processor or timestamp counter is surely a typing mistake).
+const HZ_BOUNDS: (f64, f64) = (1e3, 1e11);
+
 fn parse_hz(s: &str) -> Result<f64, String> {
+    let (lo, hi) = HZ_BOUNDS;
     match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Ok(v) if (lo..=hi).contains(&v) => Ok(v),
+        Ok(v) if v.is_finite() && v > 0.0 => Err(format!(
+            "{s} Hz is outside the frequencies accepted, {lo:e} (1 kHz) to {hi:e} (100 GHz)"
+        )),
         _ => Err(format!("`{s}` is not a positive frequency in Hz")),
+    }
+}
+
+/// Call-stack depths accepted by `--max-depth`.
+const DEPTH_BOUNDS: (usize, usize) = (1, 1_000_000);
+
+fn parse_depth(s: &str) -> Result<usize, String> {
+    let (lo, hi) = DEPTH_BOUNDS;
+    match s.trim().parse::<usize>() {
+        Ok(v) if (lo..=hi).contains(&v) => Ok(v),
+        _ => Err(format!("`{s}` is not a depth from {lo} to {hi}")),
     }
 }
 
@@ -295,10 +321,13 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
             .find(|t| need(&t.format.needs))
             .map(|t| format!("--{}", t.format.flag))
     };
-    let mut symbols = match Symbolizer::from_elves(&elves) {
-        Ok(s) => s,
-        Err(e) => return fail(exit::INPUT, e),
-    };
+    let mut symbols = Symbolizer::default();
+    symbols.set_demangle(!args.no_demangle);
+    for e in &elves {
+        if let Err(e) = symbols.add_elf(e) {
+            return fail(exit::INPUT, e);
+        }
+    }
     symbols.set_inline_scopes(!args.no_inline);
     for p in symbols.dwarf_problems() {
         eprintln!("trace-convert: warning: DWARF section not readable: {p}: that file gives no source lines");
@@ -360,6 +389,11 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
     };
     if let Some(i) = &input {
         super::print_notes(i);
+        for s in i.captures.iter().flat_map(|c| &c.sources) {
+            if !has_memory(i.snapshot.as_ref(), &s.name, &extra) {
+                eprintln!("trace-convert: {}", no_memory_warning(&s.name));
+            }
+        }
         // The snapshot's own files, known once its `.ini` files are read.
         if let Err(e) = plan.check_inputs(input_files(i).iter().map(PathBuf::as_path)) {
             return output_failure(&e);
@@ -508,13 +542,19 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
 
 fn print_summary(r: &ConvertReport) {
     for (path, bytes) in &r.captures {
-        eprintln!("trace-convert: {}: {bytes} bytes", path.display());
+        eprintln!(
+            "trace-convert: {}: {}",
+            path.display(),
+            plural(*bytes, "byte")
+        );
     }
     for (id, p) in &r.parsed {
         if !r.ids.contains_key(id) {
             eprintln!(
-                "trace-convert: ID {id:#04x}: {} bytes, {} packets, {} bytes skipped, no instructions decoded",
-                p.bytes, p.packets, p.skipped
+                "trace-convert: ID {id:#04x}: {}, {}, {} skipped, no instructions decoded",
+                plural(p.bytes, "byte"),
+                plural(p.packets, "packet"),
+                plural(p.skipped, "byte")
             );
         }
     }
@@ -522,16 +562,22 @@ fn print_summary(r: &ConvertReport) {
         let mut line = format!("trace-convert: ID {id:#04x}: ");
         if let Some(p) = r.parsed.get(id) {
             line.push_str(&format!(
-                "{} bytes, {} packets, {} bytes skipped, ",
-                p.bytes, p.packets, p.skipped
+                "{}, {}, {} skipped, ",
+                plural(p.bytes, "byte"),
+                plural(p.packets, "packet"),
+                plural(p.skipped, "byte")
             ));
         }
         line.push_str(&format!(
-            "{} instructions in {} ranges, {} exceptions, {} gaps, {} trace-on",
-            c.instructions, c.ranges, c.exceptions, c.gaps, c.trace_on
+            "{} in {}, {}, {}, {} trace-on",
+            plural(c.instructions, "instruction"),
+            plural(c.ranges, "range"),
+            plural(c.exceptions, "exception"),
+            plural(c.gaps, "gap"),
+            c.trace_on
         ));
         if c.cycles > 0 {
-            line.push_str(&format!(", {} cycles", c.cycles));
+            line.push_str(&format!(", {}", plural(c.cycles, "cycle")));
         }
         let nacc: u64 = c.nacc.values().sum();
         if nacc > 0 {
@@ -611,6 +657,7 @@ fn events_header(input: &Input, extra: &ExtraMemory) -> Result<Header, String> {
         .map(|s| SourceInfo {
             trace_id: s.id,
             protocol: s.protocol,
+            core: convert::core_label(input, s),
         })
         .collect();
     Ok(Header {

@@ -8,6 +8,7 @@ pub mod fast_map;
 pub mod input;
 pub mod output;
 pub mod packets;
+pub mod plural;
 pub mod progress;
 pub mod sinks;
 pub mod symbols;

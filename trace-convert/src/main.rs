@@ -8,11 +8,13 @@ use trace_convert::input::flags::{Layout, SourceFlags};
 use trace_convert::input::source::Protocol;
 use trace_convert::input::{self, InputError};
 use trace_convert::packets::{self, ReadError};
+use trace_convert::plural::plural;
 use trace_convert::sinks::listing::events::{write_event, EventFormat};
 use trace_convert::sinks::listing::packets::{write_item, ListFormat};
 
 mod convert_cli;
 mod outputs_cli;
+mod typo;
 use convert_cli::ConvertArgs;
 use outputs_cli::{input_files, listing_plan, output_failure, with_output};
 
@@ -23,7 +25,7 @@ use outputs_cli::{input_files, listing_plan, output_failure, with_output};
 /// outputs in one decoding pass:
 ///
 ///   trace-convert snapshot_dir --chrome trace.json --perfetto trace.pftrace
-///   trace-convert PTM_0_2.bin --protocol ptm --elf app.elf --lcov app.info --folded app.folded
+///   trace-convert PTM_0_2.bin --protocol ptm --return-stack --elf app.elf --lcov app.info --folded app.folded
 ///   trace-convert snapshot_dir --out-dir out          (every format into out/)
 ///   trace-convert snapshot_dir --save-events ev.bin   (decode once...)
 ///   trace-convert --from-events ev.bin --lcov app.info --elf app.elf   (...convert later)
@@ -68,7 +70,7 @@ enum Command {
     /// Examples:
     ///   trace-convert decode ../shared/testdata/opencsd/tc2-ptm-rstk-t32
     ///   trace-convert decode --instructions --trace-id 0x13 TC2
-    ///   trace-convert decode --protocol ptm --mem code.bin@0x80000000 PTM_0_2.bin
+    ///   trace-convert decode --protocol ptm --return-stack --mem code.bin@0x80000000 PTM_0_2.bin
     #[command(verbatim_doc_comment)]
     Decode(DecodeArgs),
     /// Convert into timelines, flame graphs and coverage (the same as
@@ -369,17 +371,22 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
             for (name, why) in &capture.skipped {
                 eprintln!("trace-convert: {name}: not decoded: {why}");
             }
-            let summary = packets::read_capture(capture, |item| write_item(out, format, item))
-                .map_err(read_failure)?;
+            // With --trace-id, the bytes of the other IDs are not listed.
+            let only = args.input.source.trace_id;
+            let summary = packets::read_capture(capture, |item| match (item, only) {
+                (trace_core::demux::Item::Unconfigured { run }, Some(id)) if run.id != id => Ok(()),
+                _ => write_item(out, format, item),
+            })
+            .map_err(read_failure)?;
             for (id, s) in &summary.sources {
                 eprintln!(
-                    "trace-convert: {}: ID {id:#04x}: {} bytes, {} packets ({} bytes), {} bytes skipped, {} errors",
+                    "trace-convert: {}: ID {id:#04x}: {}, {} ({}), {} skipped, {}",
                     capture.path.display(),
-                    s.bytes,
-                    s.packets,
-                    s.in_packets,
-                    s.skipped,
-                    s.errors
+                    plural(s.bytes, "byte"),
+                    plural(s.packets, "packet"),
+                    plural(s.in_packets, "byte"),
+                    plural(s.skipped, "byte"),
+                    plural(s.errors, "error")
                 );
             }
         }
@@ -514,6 +521,15 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    let first = std::env::args_os().nth(1);
+    let first = first.as_ref().and_then(|a| a.to_str()).unwrap_or_default();
+    if let Some(s) = typo::subcommand_typo(first) {
+        let word = first;
+        return fail(
+            exit::USAGE,
+            format!("`{word}` is neither a subcommand nor an existing input: did you mean `{s}`?"),
+        );
+    }
     let cli = Cli::parse();
     if let Err(e) = trace_convert::output::remove_temporaries_on_signal() {
         eprintln!("trace-convert: note: signals will not remove temporary files: {e}");

@@ -61,7 +61,7 @@ mod output;
 mod sink;
 
 pub use crate::callstack::ThreadKey;
-pub use context::{is_instant, EventCtx, Interest, RunInfo};
+pub use context::{is_instant, EventCtx, Interest, RunInfo, SourceName};
 pub use dyn_sink::DynSink;
 pub use output::{Output, SharedBuffer};
 pub use sink::{Flow, NoParts, Sink, WorkerPart, WorkerParts};

@@ -21,6 +21,11 @@
 //! by the address where it was entered, written as `0x80001000` (eight
 //! lower-case hex digits, see [`hex_name`]). With no ELF at all (captures
 //! with only memory dumps), every name is of that form.
+//!
+//! Names are demangled ([`demangle`]): C++ (Itanium ABI) and Rust (legacy
+//! and v0) symbols are shown as source spells them, unless
+//! [`Symbolizer::set_demangle`] turned that off before the files were
+//! added.
 
 pub mod dwarf;
 pub mod inline;
@@ -62,7 +67,8 @@ pub struct Function {
     pub start: u32,
     /// Just past its last byte (exclusive).
     pub end: u32,
-    /// Its name as the symbol table spells it.
+    /// Its name: demangled ([`demangle`]) unless the [`Symbolizer`] was
+    /// told not to, else as the symbol table spells it.
     pub name: String,
     /// Thumb code (the symbol value had bit 0 set).
     pub thumb: bool,
@@ -73,6 +79,21 @@ pub struct Function {
 #[must_use]
 pub fn hex_name(addr: u32) -> String {
     format!("{addr:#010x}")
+}
+
+/// `name` demangled when it is a C++ (Itanium ABI) or Rust (legacy or
+/// v0) mangled name, else `name` unchanged.
+///
+/// Only names with the prefix of a mangled name (`_Z`, `_R`) are
+/// demangled: a C function named `a` or `v` is not the C++ type those
+/// letters encode.
+#[must_use]
+pub fn demangle(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.starts_with("_Z") || name.starts_with("_R") {
+        addr2line::demangle_auto(std::borrow::Cow::Borrowed(name), None)
+    } else {
+        std::borrow::Cow::Borrowed(name)
+    }
 }
 
 /// An inlined scope for tests: `lo`, `hi` and its chain of (name, entry).
@@ -91,6 +112,8 @@ pub struct Symbolizer {
     files: Vec<PathBuf>,
     /// Inline scopes were turned off ([`set_inline_scopes`](Self::set_inline_scopes)).
     no_inline: bool,
+    /// Names are kept as the files spell them ([`set_demangle`](Self::set_demangle)).
+    raw_names: bool,
     /// Some DWARF declares inlined subroutines.
     has_inlined: bool,
     /// Per function (same index): its inline scopes, once asked for.
@@ -273,10 +296,15 @@ impl Symbolizer {
             let thumb = value & 1 == 1;
             let start = value & !1;
             let size = u32::try_from(sym.size()).unwrap_or(0);
+            let name = if self.raw_names {
+                name.to_owned()
+            } else {
+                demangle(name).into_owned()
+            };
             self.functions.push(Function {
                 start,
                 end: start.saturating_add(size),
-                name: name.to_owned(),
+                name,
                 thumb,
             });
         }
@@ -314,6 +342,13 @@ impl Symbolizer {
         self.seen_scopes.clear();
         self.files.push(path.to_path_buf());
         Ok(())
+    }
+
+    /// Demangle names (the default) or keep them as the files spell them;
+    /// applies to the files added after it.
+    pub fn set_demangle(&mut self, on: bool) {
+        self.raw_names = !on;
+        self.inline_names.borrow_mut().raw = !on;
     }
 
     /// Show inlined functions as frames (the default) or not: when off,
@@ -485,7 +520,7 @@ impl Symbolizer {
     pub fn inline_frames(&self, addr: u32) -> Vec<InlineFrame> {
         self.dwarf
             .iter()
-            .map(|d| d.frames(addr))
+            .map(|d| d.frames(addr, !self.raw_names))
             .find(|f| !f.is_empty())
             .unwrap_or_default()
     }
@@ -531,5 +566,95 @@ mod tests {
         assert!(is_mapping_symbol("$d.12"));
         assert!(!is_mapping_symbol("main"));
         assert_eq!(hex_name(0x8000_1000), "0x80001000");
+    }
+}
+
+#[cfg(test)]
+mod demangle_tests {
+    use super::*;
+    use object::write::{Object, StandardSection, Symbol, SymbolSection};
+    use object::{Architecture, BinaryFormat, Endianness, SymbolFlags, SymbolKind, SymbolScope};
+
+    /// A relocatable ARM ELF whose `.text` holds these functions, 16 bytes
+    /// each, in order.
+    fn elf_with(names: &[&str]) -> Vec<u8> {
+        let mut obj = Object::new(BinaryFormat::Elf, Architecture::Arm, Endianness::Little);
+        let text = obj.section_id(StandardSection::Text);
+        obj.append_section_data(text, &vec![0; 16 * names.len()], 4);
+        for (i, name) in names.iter().enumerate() {
+            obj.add_symbol(Symbol {
+                name: name.as_bytes().to_vec(),
+                value: 16 * i as u64,
+                size: 16,
+                kind: SymbolKind::Text,
+                scope: SymbolScope::Linkage,
+                weak: false,
+                section: SymbolSection::Section(text),
+                flags: SymbolFlags::None,
+            });
+        }
+        obj.write().expect("write ELF")
+    }
+
+    /// Mangled names as their ABIs define them: Itanium C++
+    /// (`_Z` nested name, no parameters: `v`), Rust legacy (`_ZN` path with
+    /// a `17h<hash>` last component) and Rust v0 (`_R`, crate root `C`
+    /// with disambiguator `s..._`, value namespace `Nv`).
+    const NAMES: [&str; 4] = [
+        "_ZN4demo8crc_taskEv",
+        "_ZN4demo4main17h0123456789abcdefE",
+        "_RNvCs1234_4demo9idle_task",
+        "plain_c",
+    ];
+
+    fn names(demangle: bool) -> Vec<String> {
+        let mut s = Symbolizer::default();
+        s.set_demangle(demangle);
+        s.add_elf_bytes(Path::new("t.elf"), &elf_with(&NAMES))
+            .expect("ELF");
+        (0..4)
+            .map(|i| {
+                s.function(16 * i)
+                    .map(|f| f.name.clone())
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn names_are_demangled() {
+        assert_eq!(
+            names(true),
+            [
+                "demo::crc_task()",
+                "demo::main",
+                "demo::idle_task",
+                "plain_c"
+            ]
+        );
+    }
+
+    #[test]
+    fn no_demangle_keeps_the_symbol_table_spelling() {
+        assert_eq!(names(false), NAMES);
+    }
+
+    #[test]
+    fn inline_names_are_demangled_unless_told_not_to() {
+        let mut n = InlineNames::default();
+        let id = n.intern("_ZN4demo8crc_taskEv".into());
+        assert_eq!(n.get(id), "demo::crc_task()");
+        n.raw = true;
+        let id = n.intern("_ZN4demo8crc_taskEv".into());
+        assert_eq!(n.get(id), "_ZN4demo8crc_taskEv");
+    }
+
+    #[test]
+    fn not_quite_mangled_names_stay_as_they_are() {
+        // Plain C names that are also Itanium type codes (`a` is
+        // `signed char`, `v` is `void`).
+        for n in ["_Z", "_ZN4demo", "_R", "main", "", "a", "v", "i", "Pc"] {
+            assert_eq!(demangle(n), n);
+        }
     }
 }

@@ -191,3 +191,32 @@ fn failed_decode_leaves_no_partial_output() {
     let left: Vec<_> = std::fs::read_dir(&dir).expect("dir").collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+#[test]
+fn a_mistyped_subcommand_is_named() {
+    let dir = test_support::opencsd_dir()
+        .map_or_else(|| "TC2".to_owned(), |d| d.join("TC2").display().to_string());
+    for (args, want) in [
+        (vec!["packet", dir.as_str()], "did you mean `packets`?"),
+        (vec!["packet"], "did you mean `packets`?"),
+        (
+            vec!["decod", dir.as_str(), "--trace-id", "0x13"],
+            "did you mean `decode`?",
+        ),
+    ] {
+        fails(&run(&args), USAGE, want);
+    }
+}
+
+#[test]
+fn absurd_depths_and_frequencies_are_usage_errors() {
+    for (flag, value) in [
+        ("--max-depth", "0"),
+        ("--max-depth", "2000000"),
+        ("--cpu-hz", "1e30"),
+        ("--cpu-hz", "10"),
+        ("--timestamp-hz", "1e12"),
+    ] {
+        fails(&run(&["x", flag, value]), USAGE, flag);
+    }
+}

@@ -241,3 +241,37 @@ fn lcov_function_and_line_counts_match_the_emulator() {
     assert!(lines > 20);
     std::fs::remove_dir_all(&d).ok();
 }
+
+#[test]
+fn without_memory_convert_warns_as_decode_does() {
+    let d = tmp("nomem");
+    let cap = d.join("ptm.bin");
+    // A-sync, I-sync to 0x8000 in ARM state: one place to start decoding.
+    let mut bytes = vec![0u8; 5];
+    bytes.extend([0x80, 0x08, 0x00, 0x80, 0x00, 0x00, 0x01]);
+    std::fs::write(&cap, &bytes).expect("write");
+    let code = d.join("code.bin");
+    std::fs::write(&code, [0u8; 64]).expect("write");
+    let cap = cap.display().to_string();
+    let mem = format!("{}@0x8000", code.display());
+    let folded = d.join("x.folded").display().to_string();
+    let warning = "no memory image (give --elf or --mem)";
+    let stderr = |args: &[&str]| {
+        let out = bin().args(args).output().expect("run");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let plain = ["--protocol", "ptm", cap.as_str()];
+    let decode = stderr(&[&["decode"], &plain[..]].concat());
+    let convert = stderr(&[&["--no-progress", "--folded", &folded], &plain[..]].concat());
+    assert!(decode.contains(warning), "{decode}");
+    assert!(convert.contains(warning), "{convert}");
+    let with_mem = stderr(
+        &[
+            &["--no-progress", "--folded", &folded, "--mem", &mem],
+            &plain[..],
+        ]
+        .concat(),
+    );
+    assert!(!with_mem.contains(warning), "{with_mem}");
+    std::fs::remove_dir_all(&d).ok();
+}

@@ -141,11 +141,7 @@ fn a_whole_conversion_equals_its_events_fed_one_by_one() {
     let symbols = Symbolizer::from_elves(std::slice::from_ref(&elf)).expect("symbols");
     let spec = input.captures.first().expect("a capture");
     let name = spec.path.display().to_string();
-    let sources: Vec<(u8, String)> = spec
-        .sources
-        .iter()
-        .map(|s| (s.id, s.protocol.name().to_owned()))
-        .collect();
+    let sources = convert::source_names(&input);
     let whole = convert(&input, &symbols, &memory, |conv| {
         convert::convert_input(&input, &extra, conv, false).expect("conversion")
     });

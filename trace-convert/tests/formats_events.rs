@@ -30,10 +30,12 @@ fn header() -> Header {
             SourceInfo {
                 trace_id: 0x10,
                 protocol: Protocol::Etmv3,
+                core: Some("cpu_0 Cortex-A7".into()),
             },
             SourceInfo {
                 trace_id: 0x13,
                 protocol: Protocol::Ptm,
+                core: None,
             },
         ],
     }

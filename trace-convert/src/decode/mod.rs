@@ -69,6 +69,27 @@ pub struct ExtraMemory {
     pub raw: Vec<MemArg>,
 }
 
+/// Some memory image would be found for `source` ([`memory_for`]): extra
+/// files are given, or the snapshot binds the source to a core with
+/// dumps. Nothing is read.
+#[must_use]
+pub fn has_memory(snapshot: Option<&Snapshot>, source: &str, extra: &ExtraMemory) -> bool {
+    !extra.elves.is_empty()
+        || !extra.raw.is_empty()
+        || snapshot
+            .and_then(|s| s.core_of(source))
+            .is_some_and(|core| !core.dumps.is_empty())
+}
+
+/// The warning for a source without memory image (`name` is the
+/// source's).
+#[must_use]
+pub fn no_memory_warning(name: &str) -> String {
+    format!(
+        "{name}: no memory image (give --elf or --mem); every address will be reported as not accessible"
+    )
+}
+
 /// The memory image of one source: the dumps of the core the snapshot
 /// binds it to, then the extra files (which win where they overlap).
 ///

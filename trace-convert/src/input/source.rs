@@ -221,7 +221,7 @@ fn source_of(snap: &Snapshot, source: &str, formatted: bool) -> Result<SourceSpe
     let dev = snap.device(source).ok_or("no device file lists it")?;
     let protocol = Protocol::from_device_type(&dev.kind).ok_or_else(|| {
         format!(
-            "{} trace is not decoded (only ETMv3 and PTM/PFT)",
+            "{} trace (only ETMv3 and PTM/PFT are decoded)",
             if dev.kind.is_empty() {
                 "a device without a type".to_owned()
             } else {

@@ -4,7 +4,9 @@
 //! - One thread per core: `pid` 1, `tid` the trace ID. With context IDs,
 //!   each context ID is a process of its own (`pid` 2, 3, ... in order of
 //!   appearance, named `context 0x…`), its threads again the cores.
-//!   `process_name` and `thread_name` metadata name them.
+//!   `process_name` and `thread_name` metadata name them, a core after
+//!   the snapshot's core when known (`cpu_0 Cortex-A7 (trace ID 0x10,
+//!   ETMv3)`, see [`SourceName::thread_name`](super::SourceName::thread_name)).
 //! - Every frame of the reconstructed call stack is a `B`/`E` pair named
 //!   by its function, category its [`FrameKind`]; every `B` gets its `E`
 //!   (open frames close at the end of the trace). Within a thread the
@@ -79,7 +81,7 @@ impl<W: Output> ChromeSink<W> {
             )?;
         }
         let tname = match self.names.get(&thread.id) {
-            Some(n) => format!("trace ID {:#04x} ({n})", thread.id),
+            Some(n) => n.clone(),
             None => format!("trace ID {:#04x}", thread.id),
         };
         self.sep()?;
@@ -114,8 +116,8 @@ impl<W: Output> Sink for ChromeSink<W> {
     }
 
     fn begin(&mut self, info: &RunInfo) -> io::Result<()> {
-        for (id, name) in &info.sources {
-            self.names.insert(*id, name.clone());
+        for s in &info.sources {
+            self.names.insert(s.id, s.thread_name());
         }
         write!(
             self.out,

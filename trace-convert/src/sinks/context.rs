@@ -64,8 +64,32 @@ pub struct RunInfo {
     pub input: String,
     /// The clock chosen for the run.
     pub clock: ClockInfo,
-    /// Trace IDs and names of the sources.
-    pub sources: Vec<(u8, String)>,
+    /// The trace sources.
+    pub sources: Vec<SourceName>,
+}
+
+/// A trace source as the outputs name it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SourceName {
+    /// Its trace ID.
+    pub id: u8,
+    /// Its protocol (`ETMv3`, `PTM`).
+    pub protocol: String,
+    /// The core it traces, when known: the core's name and type
+    /// (`cpu_0 Cortex-A7`).
+    pub core: Option<String>,
+}
+
+impl SourceName {
+    /// The name of its thread track: `cpu_0 Cortex-A7 (trace ID 0x10,
+    /// ETMv3)`, or without a known core `trace ID 0x10 (ETMv3)`.
+    #[must_use]
+    pub fn thread_name(&self) -> String {
+        match &self.core {
+            Some(core) => format!("{core} (trace ID {:#04x}, {})", self.id, self.protocol),
+            None => format!("trace ID {:#04x} ({})", self.id, self.protocol),
+        }
+    }
 }
 
 /// Which events a sink is given ([`Sink::interest`](super::Sink::interest)).

@@ -7,7 +7,9 @@
 //!
 //! Tracks: one thread track per core (process 1, thread = trace ID); with
 //! context IDs, one process per context ID (2, 3, ... in order of
-//! appearance) holding a thread track per core. Timestamps are
+//! appearance) holding a thread track per core. A thread track is named
+//! after the snapshot's core when known (`cpu_0 Cortex-A7 (trace ID 0x10,
+//! ETMv3)`, see [`SourceName::thread_name`](super::SourceName::thread_name)). Timestamps are
 //! nanoseconds on the run's clock (see [`crate::clock`]).
 
 pub mod writer;
@@ -118,7 +120,7 @@ impl Layout {
             }
         };
         let tname = match self.names.get(&thread.id) {
-            Some(n) => format!("trace ID {:#04x} ({n})", thread.id),
+            Some(n) => n.clone(),
             None => format!("trace ID {:#04x}", thread.id),
         };
         let slices = w.thread_track(pid, i32::from(thread.id), &tname)?;
@@ -142,8 +144,8 @@ impl<W: Output> Sink for PerfettoSink<W> {
     }
 
     fn begin(&mut self, info: &RunInfo) -> io::Result<()> {
-        for (id, name) in &info.sources {
-            self.layout.names.insert(*id, name.clone());
+        for s in &info.sources {
+            self.layout.names.insert(s.id, s.thread_name());
         }
         Ok(())
     }

@@ -25,7 +25,7 @@ pub struct SourceLine {
 /// One frame at an address: a function, possibly inlined into the next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InlineFrame {
-    /// Function name (demangled when the language is known).
+    /// Function name (demangled unless the symbolizer was told not to).
     pub function: Option<String>,
     /// Where in that function the address lies.
     pub location: Option<SourceLine>,
@@ -211,8 +211,9 @@ impl DwarfInfo {
         out
     }
 
-    /// The inlined frames at `addr`, innermost first.
-    pub(crate) fn frames(&self, addr: u32) -> Vec<InlineFrame> {
+    /// The inlined frames at `addr`, innermost first, names demangled
+    /// when `demangle`.
+    pub(crate) fn frames(&self, addr: u32, demangle: bool) -> Vec<InlineFrame> {
         let mut out = Vec::new();
         let Ok(mut iter) = self.ctx.find_frames(u64::from(addr)).skip_all_loads() else {
             return out;
@@ -221,8 +222,14 @@ impl DwarfInfo {
             let function = frame
                 .function
                 .as_ref()
-                .and_then(|f| f.demangle().ok())
-                .map(|n| n.into_owned());
+                .and_then(|f| f.raw_name().ok())
+                .map(|n| {
+                    if demangle {
+                        super::demangle(&n).into_owned()
+                    } else {
+                        n.into_owned()
+                    }
+                });
             let location = frame.location.and_then(|l| match (l.file, l.line) {
                 (Some(f), Some(line)) if line > 0 => Some(SourceLine {
                     file: self.intern(f),

@@ -75,10 +75,17 @@ pub(crate) struct InlineNames {
     ids: HashMap<String, u32>,
     /// The name of a DIE (by `.debug_info` offset) already resolved.
     by_die: HashMap<usize, u32>,
+    /// Names are kept as DWARF spells them (else demangled).
+    pub(crate) raw: bool,
 }
 
 impl InlineNames {
     pub(crate) fn intern(&mut self, name: String) -> u32 {
+        let name = if self.raw {
+            name
+        } else {
+            super::demangle(&name).into_owned()
+        };
         if let Some(id) = self.ids.get(&name) {
             return *id;
         }

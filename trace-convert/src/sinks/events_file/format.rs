@@ -8,7 +8,7 @@
 //! | magic | `TCEVENTS` (8 bytes) |
 //! | format version | `u16`, currently [`VERSION`] |
 //! | header length, checksum | `u32`, `u64` |
-//! | header | [postcard](https://docs.rs/postcard) encoding of the header: input path, memory images (path, size, hash), trace IDs and protocols |
+//! | header | [postcard](https://docs.rs/postcard) encoding of the header: input path, memory images (path, size, hash), trace IDs, protocols and cores |
 //! | batches | each: event count `u32`, byte length `u32`, checksum `u64`, then the postcard-encoded events |
 //! | end | a batch of zero events and zero bytes |
 //!
@@ -27,7 +27,7 @@ use trace_core::event::Event;
 pub const MAGIC: [u8; 8] = *b"TCEVENTS";
 
 /// The format version this module writes and reads.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 
 /// Events per batch.
 const BATCH_EVENTS: u32 = 4096;
@@ -84,12 +84,14 @@ impl ImageInfo {
 }
 
 /// A trace source whose events the file holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceInfo {
     /// Trace ID.
     pub trace_id: u8,
     /// Its protocol.
     pub protocol: Protocol,
+    /// The core it traces, when known (`cpu_0 Cortex-A7`).
+    pub core: Option<String>,
 }
 
 /// What a saved-events file says about its events' origin.
@@ -108,7 +110,7 @@ pub struct Header {
 struct WireHeader {
     input: String,
     images: Vec<(String, u64, u64)>,
-    sources: Vec<(u8, u8)>,
+    sources: Vec<(u8, u8, Option<String>)>,
 }
 
 impl WireHeader {
@@ -128,7 +130,7 @@ impl WireHeader {
                         Protocol::Etmv3 => 0,
                         Protocol::Ptm => 1,
                     };
-                    (s.trace_id, p)
+                    (s.trace_id, p, s.core.clone())
                 })
                 .collect(),
         }
@@ -136,7 +138,7 @@ impl WireHeader {
 
     fn into_header(self) -> Result<Header, EventsFileError> {
         let mut sources = Vec::with_capacity(self.sources.len());
-        for (trace_id, p) in self.sources {
+        for (trace_id, p, core) in self.sources {
             let protocol = match p {
                 0 => Protocol::Etmv3,
                 1 => Protocol::Ptm,
@@ -147,7 +149,11 @@ impl WireHeader {
                     })
                 }
             };
-            sources.push(SourceInfo { trace_id, protocol });
+            sources.push(SourceInfo {
+                trace_id,
+                protocol,
+                core,
+            });
         }
         Ok(Header {
             input: self.input,

@@ -326,11 +326,11 @@ pub fn write_item<W: Write + ?Sized>(
                 let what = r.message.as_deref().unwrap_or("");
                 writeln!(
                     out,
-                    "{:>10}  {:#04x}  {} ({} bytes) {what}",
+                    "{:>10}  {:#04x}  {} ({}) {what}",
                     r.offset,
                     r.id,
                     r.kind,
-                    r.len.unwrap_or(0)
+                    crate::plural::plural(r.len.unwrap_or(0), "byte")
                 )
             }
         },
