@@ -500,12 +500,12 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
                 .sum::<u64>();
             for (id, c) in &summary.sources {
                 eprintln!(
-                    "trace-convert: {}: ID {id:#04x}: {} ranges, {} instructions, {} not accessible, {} gaps",
+                    "trace-convert: {}: ID {id:#04x}: {}, {}, {} not accessible, {}",
                     capture.path.display(),
-                    c.ranges,
-                    c.instructions,
+                    plural(c.ranges, "range"),
+                    plural(c.instructions, "instruction"),
                     c.nacc,
-                    c.gaps
+                    plural(c.gaps, "gap")
                 );
                 for line in dec::mismatch_lines(*id, &c.inside, &c.inconsistent) {
                     eprintln!("trace-convert: {}: {line}", capture.path.display());

@@ -38,13 +38,14 @@ fn count_jsonl(text: &str) -> Counts {
 }
 
 /// The counts of the summary lines on standard error
-/// (`...: ID 0x10: R ranges, I instructions, N not accessible, G gaps`).
+/// (`...: ID 0x10: R ranges, I instructions, N not accessible, G gaps`,
+/// singular for a count of 1).
 fn summary(stderr: &str) -> Counts {
     let mut counts = Counts::new();
     for line in stderr.lines() {
         let Some((_, rest)) = line
             .split_once(": ID 0x")
-            .filter(|_| line.ends_with(" gaps"))
+            .filter(|_| line.ends_with(" gaps") || line.ends_with(" gap"))
         else {
             continue;
         };

@@ -208,15 +208,15 @@ pub fn mismatch_lines(id: u8, inside: &Firsts, inconsistent: &Firsts) -> Vec<Str
     let mut lines = Vec::new();
     if inside.count > 0 {
         lines.push(format!(
-            "ID {id:#04x}: the trace went {} time(s) into the middle of an instruction of the image (at {}): the memory image does not match the code that ran",
-            inside.count,
+            "ID {id:#04x}: the trace went {} into the middle of an instruction of the image (at {}): the memory image does not match the code that ran",
+            crate::plural::plural(inside.count, "time"),
             list(inside, true)
         ));
     }
     if inconsistent.count > 0 {
         lines.push(format!(
-            "ID {id:#04x}: the trace contradicted the decoded flow {} time(s) (events `inconsistent`, first at offset {}): a memory image that does not match, damaged trace or a wrong configuration",
-            inconsistent.count,
+            "ID {id:#04x}: the trace contradicted the decoded flow {} (events `inconsistent`, first at offset {}): a memory image that does not match, damaged trace or a wrong configuration",
+            crate::plural::plural(inconsistent.count, "time"),
             list(inconsistent, false)
         ));
     }
