@@ -81,17 +81,7 @@ pub fn opencsd_path() -> PathBuf {
 /// When the folder is absent and the `CI` environment variable is set.
 #[must_use]
 pub fn opencsd_dir() -> Option<PathBuf> {
-    let dir = opencsd_path();
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing and CI is set",
-        dir.display()
-    );
-    eprintln!("skipping: {} not found", dir.display());
-    None
+    present(opencsd_path())
 }
 
 /// `../shared/testdata/real` beside the repository (third-party captures
@@ -109,17 +99,7 @@ pub fn real_path() -> PathBuf {
 /// When the folder is absent and the `CI` environment variable is set.
 #[must_use]
 pub fn real_dir() -> Option<PathBuf> {
-    let dir = real_path();
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing and CI is set",
-        dir.display()
-    );
-    eprintln!("skipping: {} not found", dir.display());
-    None
+    present(real_path())
 }
 
 /// Read a file below the OpenCSD test data folder; `None` when the folder
@@ -144,7 +124,16 @@ pub fn read_opencsd(rel: &str) -> Option<Vec<u8>> {
 /// When the folder is absent and the `CI` environment variable is set.
 #[must_use]
 pub fn perf_dir() -> Option<PathBuf> {
-    let dir = repo_root().join("../shared/testdata/perf");
+    present(repo_root().join("../shared/testdata/perf"))
+}
+
+/// `dir` when it is a folder; else `None` after printing that the tests
+/// needing it are skipped.
+///
+/// # Panics
+///
+/// When `dir` is absent and the `CI` environment variable is set.
+fn present(dir: PathBuf) -> Option<PathBuf> {
     if dir.is_dir() {
         return Some(dir);
     }

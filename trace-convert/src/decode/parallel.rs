@@ -406,29 +406,22 @@ fn decode_chunks<T: Take>(
     each: &mut T,
 ) -> Result<(DecodeSummary, ParallelStats), ReadError> {
     let (layout, raw_id) = match spec.layout {
-        // A range of a file (perf.data AUX data) is decoded on this thread.
-        _ if spec.range.is_some() => {
-            return super::in_parts::decode_sequential_parts(
-                spec,
-                memory,
-                parts.as_deref(),
-                opts.part_bytes,
-                each,
-            )
-            .map(|s| (s, ParallelStats::default()));
-        }
-        FrameMode::Raw { id } => (Layout::Raw, id & 0x7F),
-        FrameMode::Memory => (Layout::Frames, 0),
-        FrameMode::Continuous => {
-            return super::in_parts::decode_sequential_parts(
-                spec,
-                memory,
-                parts.as_deref(),
-                opts.part_bytes,
-                each,
-            )
-            .map(|s| (s, ParallelStats::default()));
-        }
+        // A range of a file (perf.data AUX data) and a TPIU stream are
+        // decoded on this thread.
+        _ if spec.range.is_some() => (None, 0),
+        FrameMode::Continuous => (None, 0),
+        FrameMode::Raw { id } => (Some(Layout::Raw), id & 0x7F),
+        FrameMode::Memory => (Some(Layout::Frames), 0),
+    };
+    let Some(layout) = layout else {
+        return super::in_parts::decode_sequential_parts(
+            spec,
+            memory,
+            parts.as_deref(),
+            opts.part_bytes,
+            each,
+        )
+        .map(|s| (s, ParallelStats::default()));
     };
     // Checks the configuration, and gives the sources parsed from the
     // start, as one pass has them.
