@@ -28,6 +28,12 @@ pub struct PacketRecord {
     /// Number of low address or timestamp bits the packet carried.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bits: Option<u8>,
+    /// ETMv3 branch address whose high bits no packet has given yet
+    /// (before the first I-sync or full address, or after a damaged
+    /// packet): how many low bits of `address` are known. Absent when all
+    /// 32 are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known_bits: Option<u8>,
     /// Instruction set: `arm`, `thumb`, `thumbee`, `jazelle`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isa: Option<String>,
@@ -199,6 +205,7 @@ impl PacketRecord {
             P::Branch(b) => {
                 self.address = Some(b.address);
                 self.bits = Some(b.bits);
+                self.known_bits = (b.known_bits < 32).then_some(b.known_bits);
                 self.isa = Some(b.isa.name().to_owned());
                 self.ns = Some(b.ns);
                 self.hyp = Some(b.hyp);
