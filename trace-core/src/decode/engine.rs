@@ -56,14 +56,9 @@ pub struct Engine {
     /// Low address bits the trace has given since the last I-sync or loss
     /// of synchronization (32: the whole address is known).
     known_bits: u8,
-    /// Branch address packets not followed because some of their address
-    /// bits were unknown.
-    partial: u64,
     /// ETMv3: the executed indirect branch whose target the next branch
     /// address packet must give.
     awaiting: Option<u32>,
-    /// Inconsistency events reported.
-    inconsistencies: u64,
     synced: bool,
     started: bool,
     ns: bool,
@@ -142,9 +137,7 @@ impl Engine {
             cache,
             pc: None,
             known_bits: 0,
-            partial: 0,
             awaiting: None,
-            inconsistencies: 0,
             synced: false,
             started: false,
             ns: false,
@@ -254,19 +247,6 @@ impl Engine {
     /// Packets that did not affect the flow (data trace, triggers, ...).
     pub fn ignored(&self) -> u64 {
         self.ignored
-    }
-
-    /// Branch address packets not followed because some high bits of
-    /// their address were never traced (before the first I-sync, or after
-    /// a loss of synchronization, until an I-sync or a full address).
-    pub fn partial_addresses(&self) -> u64 {
-        self.partial
-    }
-
-    /// Inconsistency events reported (the trace contradicting the decoded
-    /// flow).
-    pub fn inconsistencies(&self) -> u64 {
-        self.inconsistencies
     }
 
     /// Number of cached blocks.
@@ -617,7 +597,6 @@ impl Engine {
         traced: Option<u32>,
         out: &mut F,
     ) {
-        self.inconsistencies += 1;
         // The calls and returns of the wrong walk left entries the
         // processor's return stack does not have.
         self.rstack.clear();
@@ -807,7 +786,6 @@ impl Engine {
             self.flush(out);
             self.pc = None;
             self.link = None;
-            self.partial += 1;
             return;
         }
         let mut ret = self.pc.map(|p| p.addr);
