@@ -179,11 +179,8 @@ pub struct IdReport {
     pub trace_on: u64,
     /// Memory-not-accessible events per address.
     pub nacc: BTreeMap<u32, u64>,
-    /// Gaps where the trace went into the middle of an instruction of the
-    /// image (addresses).
-    pub inside: crate::decode::Firsts,
-    /// Inconsistency events (offsets).
-    pub inconsistent: crate::decode::Firsts,
+    /// Where the trace contradicted its memory image or itself.
+    pub mismatches: crate::decode::Mismatches,
 }
 
 impl IdReport {
@@ -197,13 +194,11 @@ impl IdReport {
         self.events += 1;
         match e.kind {
             EventKind::Exception { .. } => self.exceptions += 1,
-            EventKind::Gap(g) => {
+            EventKind::Gap(_) => {
                 self.gaps += 1;
-                if let trace_core::event::GapReason::InsideInstruction { addr } = g {
-                    self.inside.note(u64::from(addr));
-                }
+                self.mismatches.count(e);
             }
-            EventKind::Inconsistent { .. } => self.inconsistent.note(e.offset),
+            EventKind::Inconsistent { .. } => self.mismatches.count(e),
             EventKind::TraceOn { cycles, .. } => {
                 self.trace_on += 1;
                 self.cycles += cycles.map_or(0, u64::from);
@@ -222,8 +217,7 @@ impl IdReport {
         self.exceptions += other.exceptions;
         self.gaps += other.gaps;
         self.trace_on += other.trace_on;
-        self.inside.add(&other.inside);
-        self.inconsistent.add(&other.inconsistent);
+        self.mismatches.add(&other.mismatches);
         for (a, n) in &other.nacc {
             *self.nacc.entry(*a).or_insert(0) += n;
         }

@@ -592,7 +592,7 @@ fn print_summary(r: &ConvertReport) {
             ));
         }
         eprintln!("{line}");
-        for line in trace_convert::decode::mismatch_lines(*id, &c.inside, &c.inconsistent) {
+        for line in c.mismatches.lines(*id) {
             eprintln!("trace-convert: {line}");
         }
     }

@@ -507,7 +507,7 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
                     c.nacc,
                     plural(c.gaps, "gap")
                 );
-                for line in dec::mismatch_lines(*id, &c.inside, &c.inconsistent) {
+                for line in c.mismatches.lines(*id) {
                     eprintln!("trace-convert: {}: {line}", capture.path.display());
                 }
             }

@@ -2,6 +2,7 @@
 //! source, one [`Decoder`] per trace ID, and the `decode` listing.
 
 mod in_parts;
+mod mismatches;
 pub mod parallel;
 
 use crate::input::shown::shown;
@@ -14,9 +15,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use trace_core::decode::{Decoder, DecoderConfig};
 use trace_core::demux::{Demux, Item, SourceStats};
-use trace_core::event::{Event, EventKind, GapReason};
+use trace_core::event::{Event, EventKind};
 use trace_core::memory::{Contents, MemoryError, MemoryImage, MemoryMap, Space};
 
+pub use mismatches::{Firsts, Mismatches};
 pub(crate) use parallel::decode_to;
 pub use parallel::{
     decode_capture_parts, decode_capture_with, DecodeOptions, Delivery, Part, Parts,
@@ -173,98 +175,8 @@ pub struct SourceCounts {
     pub nacc: u64,
     /// Gaps (decode errors).
     pub gaps: u64,
-    /// Gaps where the trace went into the middle of an instruction of the
-    /// image, and the first such addresses.
-    pub inside: Firsts,
-    /// Inconsistency events (the trace contradicting the decoded flow),
-    /// and the first offsets where they were found.
-    pub inconsistent: Firsts,
-}
-
-/// The summary lines about a trace that contradicts its memory image or
-/// itself, for trace ID `id`: branches into the middle of an instruction
-/// (`inside`, addresses) and inconsistencies (`inconsistent`, offsets).
-#[must_use]
-pub fn mismatch_lines(id: u8, inside: &Firsts, inconsistent: &Firsts) -> Vec<String> {
-    let list = |f: &Firsts, hex: bool| {
-        let v: Vec<String> = f
-            .kept()
-            .iter()
-            .map(|v| {
-                if hex {
-                    format!("{v:#010x}")
-                } else {
-                    v.to_string()
-                }
-            })
-            .collect();
-        let more = if f.count > f.kept().len() as u64 {
-            ", ..."
-        } else {
-            ""
-        };
-        format!("{}{more}", v.join(", "))
-    };
-    let mut lines = Vec::new();
-    if inside.count > 0 {
-        lines.push(format!(
-            "ID {id:#04x}: the trace went {} into the middle of an instruction of the image (at {}): the memory image does not match the code that ran",
-            crate::plural::plural(inside.count, "time"),
-            list(inside, true)
-        ));
-    }
-    if inconsistent.count > 0 {
-        lines.push(format!(
-            "ID {id:#04x}: the trace contradicted the decoded flow {} (events `inconsistent`, first at offset {}): a memory image that does not match, damaged trace or a wrong configuration",
-            crate::plural::plural(inconsistent.count, "time"),
-            list(inconsistent, false)
-        ));
-    }
-    lines
-}
-
-/// A count and the first few distinct values counted (addresses or
-/// offsets).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Firsts {
-    /// How many.
-    pub count: u64,
-    first: [u64; Firsts::KEPT],
-    len: u8,
-}
-
-impl Firsts {
-    /// Distinct values kept.
-    pub const KEPT: usize = 3;
-
-    /// Count `value`.
-    #[cold]
-    pub fn note(&mut self, value: u64) {
-        self.count += 1;
-        self.keep(value);
-    }
-
-    fn keep(&mut self, value: u64) {
-        let len = usize::from(self.len);
-        if len < Self::KEPT && !self.kept().contains(&value) {
-            self.first[len] = value;
-            self.len += 1;
-        }
-    }
-
-    /// The first distinct values counted, in order.
-    #[must_use]
-    pub fn kept(&self) -> &[u64] {
-        &self.first[..usize::from(self.len)]
-    }
-
-    /// Add `other`'s, counted after these.
-    pub fn add(&mut self, other: &Firsts) {
-        for &v in other.kept() {
-            self.keep(v);
-        }
-        self.count += other.count;
-    }
+    /// Where the trace contradicted its memory image or itself.
+    pub mismatches: Mismatches,
 }
 
 impl SourceCounts {
@@ -278,13 +190,11 @@ impl SourceCounts {
                 self.instructions += u64::from(r.count);
             }
             EventKind::AddrNacc { .. } => self.nacc += 1,
-            EventKind::Gap(g) => {
+            EventKind::Gap(_) => {
                 self.gaps += 1;
-                if let GapReason::InsideInstruction { addr } = g {
-                    self.inside.note(u64::from(addr));
-                }
+                self.mismatches.count(e);
             }
-            EventKind::Inconsistent { .. } => self.inconsistent.note(e.offset),
+            EventKind::Inconsistent { .. } => self.mismatches.count(e),
             _ => {}
         }
     }
@@ -297,8 +207,7 @@ impl SourceCounts {
         self.instructions += other.instructions;
         self.nacc += other.nacc;
         self.gaps += other.gaps;
-        self.inside.add(&other.inside);
-        self.inconsistent.add(&other.inconsistent);
+        self.mismatches.add(&other.mismatches);
     }
 }
 
