@@ -19,7 +19,7 @@ mod damage_trials;
 
 use damage_stretches::Tally;
 use damage_trials::{
-    cut_damages, local_damages, measure, tpiu_damages, wrong_configurations, Reference,
+    cut_damages, local_damages, measure, tpiu_damages, tpiu_stream, wrong_configurations, Reference,
 };
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -30,7 +30,6 @@ use trace_convert::decode::{decode_capture, memory_for, DecodeSummary, ExtraMemo
 use trace_convert::input::source::CaptureSpec;
 use trace_convert::input::{flags::SourceFlags, resolve, Input};
 use trace_core::event::{Event, EventKind, GapReason};
-use trace_core::frames::{Deformatter, Formatter, FrameEvent, FrameMode};
 use trace_core::memory::MemoryImage;
 
 /// A resolved real capture and its clean decode.
@@ -500,18 +499,7 @@ fn tpiu_stream_loses_and_regains_frame_sync() {
     let Some(case) = load("TC2", 16) else {
         return;
     };
-    let mut deformat = Deformatter::new(FrameMode::Memory);
-    let mut formatter = Formatter::new(FrameMode::Continuous);
-    let mut events: Vec<FrameEvent> = deformat.feed(&case.bytes).collect();
-    events.extend(deformat.finish());
-    for ev in &events {
-        if let FrameEvent::Data(run) = ev {
-            formatter.push(run.id, run.data());
-        }
-    }
-    let stream = formatter.finish();
-    let mut spec = case.spec.clone();
-    spec.layout = FrameMode::Continuous;
+    let (spec, stream) = tpiu_stream(&case);
     let (clean, _) = decode(&case, &spec, &stream);
     assert_eq!(
         instructions(&clean),

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::run;
+use common::{atoms, inconsistencies, run};
 
 use std::sync::Arc;
 use trace_core::decode::op::{Branch, InsnAtoms, Sync, SyncReason, Target, TraceOp};
@@ -51,18 +51,6 @@ fn periodic(addr: u32, isa: Isa) -> TraceOp {
             ..s
         }),
         op => op,
-    }
-}
-
-fn atoms(pattern: &str) -> TraceOp {
-    let e_bits = pattern
-        .bytes()
-        .enumerate()
-        .fold(0u8, |b, (i, c)| b | (u8::from(c == b'E') << i));
-    TraceOp::WaypointAtoms {
-        count: pattern.len() as u8,
-        e_bits,
-        cycles: None,
     }
 }
 
@@ -747,19 +735,6 @@ fn lost_packets_forget_the_return_stack() {
             .any(|e| matches!(e.kind, EventKind::Range(r) if r.start == 0x1014)),
         "no code decoded from a stale return address: {ev:?}"
     );
-}
-
-fn inconsistencies(ev: &[Event]) -> Vec<(u64, Check, u32, Option<u32>)> {
-    ev.iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Inconsistent {
-                check,
-                expected,
-                traced,
-            } => Some((e.offset, check, expected, traced)),
-            _ => None,
-        })
-        .collect()
 }
 
 fn waypoint_update(addr: u32) -> TraceOp {

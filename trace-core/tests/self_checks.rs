@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{halfwords, memory_with, run, sync, trace_on};
+use common::{atoms, halfwords, inconsistencies, memory_with, run, sync, trace_on};
 use std::sync::Arc;
 use trace_core::decode::op::{InsnAtoms, SyncReason, TraceOp};
 use trace_core::decode::{Decoder, DecoderConfig};
@@ -70,15 +70,9 @@ fn starts(ev: &[Event]) -> Vec<u32> {
 
 /// (check, expected, traced) of every inconsistency.
 fn checks(ev: &[Event]) -> Vec<(Check, u32, Option<u32>)> {
-    ev.iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Inconsistent {
-                check,
-                expected,
-                traced,
-            } => Some((check, expected, traced)),
-            _ => None,
-        })
+    inconsistencies(ev)
+        .into_iter()
+        .map(|(_, check, expected, traced)| (check, expected, traced))
         .collect()
 }
 
@@ -196,19 +190,6 @@ fn etm_atoms_before_an_indirect_branch_target_are_inconsistent() {
     }
 }
 
-/// PTM atom packet: one atom per waypoint.
-fn waypoints(pattern: &str) -> TraceOp {
-    let e_bits = pattern
-        .bytes()
-        .enumerate()
-        .fold(0u8, |b, (i, c)| b | (u8::from(c == b'E') << i));
-    TraceOp::WaypointAtoms {
-        count: pattern.len() as u8,
-        e_bits,
-        cycles: None,
-    }
-}
-
 #[test]
 fn ptm_branch_address_after_a_direct_branch_must_name_its_target() {
     // From 0x1000 the first waypoint is the BNE at 0x100C (to 0x1004).
@@ -237,7 +218,7 @@ fn ptm_periodic_isync_lies_before_the_next_waypoint() {
         &mut ptm(),
         &[
             trace_on(0x1000, Isa::A32),
-            waypoints("E"),
+            atoms("E"),
             periodic(0x1004, Isa::A32),
         ],
     );

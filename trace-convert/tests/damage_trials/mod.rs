@@ -263,10 +263,9 @@ pub fn cut_damages(case: &Case, trials: usize) -> Vec<Damage> {
     out
 }
 
-/// The formatted buffer of `case` re-framed as a TPIU stream (as in
-/// `tpiu_stream_loses_and_regains_frame_sync`), how to read it, and
-/// `trials` versions of it that lose 1 to 15 bytes.
-pub fn tpiu_damages(case: &Case, trials: usize) -> (CaptureSpec, Vec<u8>, Vec<Damage>) {
+/// A formatted (memory-layout) capture's payload written again as a TPIU
+/// stream, with the spec that reads it.
+pub fn tpiu_stream(case: &Case) -> (CaptureSpec, Vec<u8>) {
     let mut deformat = Deformatter::new(FrameMode::Memory);
     let mut formatter = Formatter::new(FrameMode::Continuous);
     let mut events: Vec<FrameEvent> = deformat.feed(&case.bytes).collect();
@@ -276,9 +275,16 @@ pub fn tpiu_damages(case: &Case, trials: usize) -> (CaptureSpec, Vec<u8>, Vec<Da
             formatter.push(run.id, run.data());
         }
     }
-    let stream = formatter.finish();
     let mut spec = case.spec.clone();
     spec.layout = FrameMode::Continuous;
+    (spec, formatter.finish())
+}
+
+/// The formatted buffer of `case` re-framed as a TPIU stream (as in
+/// `tpiu_stream_loses_and_regains_frame_sync`), how to read it, and
+/// `trials` versions of it that lose 1 to 15 bytes.
+pub fn tpiu_damages(case: &Case, trials: usize) -> (CaptureSpec, Vec<u8>, Vec<Damage>) {
+    let (spec, stream) = tpiu_stream(case);
     let mut rng = Rng(0xD1B5_4A32_D192_ED03);
     let damages = (0..trials)
         .map(|_| {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use trace_core::decode::op::{Branch, Sync, SyncReason, Target, TraceOp};
 use trace_core::decode::Decoder;
-use trace_core::event::{Event, Isa, TraceOnReason};
+use trace_core::event::{Check, Event, EventKind, Isa, TraceOnReason};
 use trace_core::memory::{MemoryMap, Region, Space};
 
 /// Where [`A32`] is placed.
@@ -88,4 +88,31 @@ pub fn branch_bits(addr: u32, isa: Isa, bits: u8, exception: u16) -> TraceOp {
         hyp: None,
         cycles: None,
     })
+}
+
+/// A PTM atom packet, one atom per waypoint, oldest first: `E` or `N`.
+pub fn atoms(pattern: &str) -> TraceOp {
+    let e_bits = pattern
+        .bytes()
+        .enumerate()
+        .fold(0u8, |b, (i, c)| b | (u8::from(c == b'E') << i));
+    TraceOp::WaypointAtoms {
+        count: pattern.len() as u8,
+        e_bits,
+        cycles: None,
+    }
+}
+
+/// (offset, check, expected, traced) of every inconsistency event.
+pub fn inconsistencies(ev: &[Event]) -> Vec<(u64, Check, u32, Option<u32>)> {
+    ev.iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Inconsistent {
+                check,
+                expected,
+                traced,
+            } => Some((e.offset, check, expected, traced)),
+            _ => None,
+        })
+        .collect()
 }
