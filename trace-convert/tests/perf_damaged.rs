@@ -25,6 +25,7 @@ fn recording(piped: bool) -> Vec<u8> {
         pid: 5,
         comm: "app".into(),
         mmaps: Vec::new(),
+        attr_config: None,
         buffers: vec![AuxBuffer {
             cpu: None,
             pieces: vec![AuxPiece {

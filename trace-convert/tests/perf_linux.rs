@@ -13,9 +13,10 @@ mod perf_common;
 use perf_common::{decode, spec_of, write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use trace_convert::input::source::Protocol;
+use trace_convert::input::source::{CaptureSpec, Protocol};
 use trace_convert::input::{flags::SourceFlags, resolve, Input};
 use trace_core::event::{Event, EventKind, InsnClass};
+use trace_encode::perf::PerfSpec;
 
 fn perf() -> Option<PathBuf> {
     let found = std::env::var_os("PATH").and_then(|paths| {
@@ -113,12 +114,9 @@ fn perf_branches(perf: &Path, file: &Path) -> Vec<(u64, u64)> {
     v
 }
 
-fn etm_captures() -> Option<Vec<(PathBuf, Input)>> {
+fn etm_captures() -> Option<Vec<(String, Input)>> {
     let real = test_support::real_dir()?.join("am243x-r5f");
-    // TC2's ETMv3 buffer (formatted, three sources, kernel code) is not
-    // compared: perf 6.1 synthesizes no samples from its recording (see
-    // docs/perf.md).
-    let mut dirs = Vec::new();
+    let mut dirs = vec![test_support::opencsd_dir()?.join("TC2")];
     let mut r5: Vec<PathBuf> = std::fs::read_dir(&real)
         .ok()?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -130,10 +128,33 @@ fn etm_captures() -> Option<Vec<(PathBuf, Input)>> {
         dirs.into_iter()
             .map(|d| {
                 let input = resolve(&d, &SourceFlags::default()).expect("snapshot");
-                (d, input)
+                let name = d.file_name().and_then(|n| n.to_str()).unwrap_or("x");
+                (name.to_string(), input)
             })
             .collect(),
     )
+}
+
+/// One recording per ETMv3 source of each capture (perf then decodes that
+/// source alone, as we do), written as perf 6.1 decodes them: per thread,
+/// with the attribute's timestamp bit (28) clear. perf 6.1 decodes a
+/// per-thread recording in timestamp order when that bit is set, and then
+/// synthesizes no samples at all (TC2's sources trace timestamps); the
+/// AUXTRACE_INFO words keep ETMCR, from which both decoders parse.
+fn recordings(caps: &[(String, Input)]) -> Vec<(String, &Input, CaptureSpec, PerfSpec)> {
+    let mut out = Vec::new();
+    for (name, input) in caps {
+        for cap in &input.captures {
+            for src in cap.sources.iter().filter(|s| s.protocol == Protocol::Etmv3) {
+                let mut one = cap.clone();
+                one.sources.retain(|s| s.id == src.id);
+                let (mut spec, _) = spec_of(input, &one);
+                spec.attr_config = Some(u64::from(src.regs.etmcr & !(1 << 28)));
+                out.push((format!("{name}-{:#04x}", src.id), input, one, spec));
+            }
+        }
+    }
+    out
 }
 
 #[test]
@@ -142,61 +163,53 @@ fn perf_lists_the_taken_branches_we_decode_for_etmv3() {
     let Some(caps) = etm_captures() else { return };
     let tmp = tempfile::tempdir().expect("tempdir");
     let keep = std::env::var_os("PERF_KEEP").map(PathBuf::from);
+    let recs = recordings(&caps);
     if let Some(keep) = &keep {
         // Kept for a look with perf: every recording is written first.
-        for (dir, input) in &caps {
-            let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("x");
-            for cap in &input.captures {
-                write(keep, &format!("{name}.data"), &spec_of(input, cap).0);
-            }
+        for (name, _, _, spec) in &recs {
+            write(keep, &format!("{name}.data"), spec);
         }
     }
-    let mut compared = 0;
-    for (dir, input) in &caps {
-        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("x");
-        for cap in &input.captures {
-            let mut cap = cap.clone();
-            cap.sources.retain(|s| s.protocol == Protocol::Etmv3);
-            if cap.sources.is_empty() {
-                continue;
-            }
-            let (spec, _) = spec_of(input, &cap);
-            let out = keep.as_deref().unwrap_or(tmp.path());
-            let path = write(out, &format!("{name}.data"), &spec);
-            let events = decode(input, &cap);
-            // Where the trace contradicts the memory image, our decoder
-            // and OpenCSD recover differently: not compared.
-            if events
-                .iter()
-                .any(|e| matches!(e.kind, EventKind::Inconsistent { .. }))
-            {
-                eprintln!("{name}: the trace contradicts its image: not compared");
-                continue;
-            }
-            compared += 1;
-            let ours = our_branches(&events);
-            let theirs = perf_branches(&perf, &path);
-            assert!(!ours.is_empty(), "{name}: branches");
-            if let Some(i) =
-                (0..ours.len().max(theirs.len())).find(|&i| ours.get(i) != theirs.get(i))
-            {
-                let show = |v: &[(u64, u64)]| {
-                    v.iter()
-                        .skip(i.saturating_sub(2))
-                        .take(5)
-                        .map(|(a, b)| format!("{a:#x}->{b:#x}"))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                };
-                panic!(
-                    "{name}: branch {i} of {} (ours) / {} (perf) differs:\n ours {}\n perf {}",
-                    ours.len(),
-                    theirs.len(),
-                    show(&ours),
-                    show(&theirs)
-                );
-            }
+    let mut compared = Vec::new();
+    for (name, input, cap, spec) in &recs {
+        let out = keep.as_deref().unwrap_or(tmp.path());
+        let path = write(out, &format!("{name}.data"), spec);
+        let events = decode(input, cap);
+        // Where the trace contradicts the memory image, our decoder
+        // and OpenCSD recover differently: not compared.
+        if events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Inconsistent { .. }))
+        {
+            eprintln!("{name}: the trace contradicts its image: not compared");
+            continue;
         }
+        let ours = our_branches(&events);
+        let theirs = perf_branches(&perf, &path);
+        assert!(!ours.is_empty(), "{name}: branches");
+        if let Some(i) = (0..ours.len().max(theirs.len())).find(|&i| ours.get(i) != theirs.get(i)) {
+            let show = |v: &[(u64, u64)]| {
+                v.iter()
+                    .skip(i.saturating_sub(2))
+                    .take(5)
+                    .map(|(a, b)| format!("{a:#x}->{b:#x}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            panic!(
+                "{name}: branch {i} of {} (ours) / {} (perf) differs:\n ours {}\n perf {}",
+                ours.len(),
+                theirs.len(),
+                show(&ours),
+                show(&theirs)
+            );
+        }
+        eprintln!("{name}: {} taken branches agree", ours.len());
+        compared.push(name.clone());
     }
-    assert!(compared >= 1, "{compared} captures compared");
+    // TC2's three ETMv3.5 sources and at least one Cortex-R5 capture.
+    assert!(
+        compared.iter().filter(|n| n.starts_with("TC2")).count() == 3 && compared.len() >= 4,
+        "compared: {compared:?}"
+    );
 }

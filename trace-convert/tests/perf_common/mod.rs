@@ -70,6 +70,7 @@ pub fn spec_of(input: &Input, cap: &CaptureSpec) -> (PerfSpec, Vec<u8>) {
         pid: 1234,
         comm: "app".into(),
         mmaps,
+        attr_config: None,
         buffers: vec![AuxBuffer {
             cpu: None,
             pieces: vec![AuxPiece {
