@@ -20,7 +20,7 @@
 //! inferred caller may still claim it; once it closes unclaimed, it is
 //! merged into one shared tree and its nodes are reused.
 
-use crate::callstack::{FrameKind, FuncId};
+use crate::callstack::FrameKind;
 use crate::fast_map::FastMap;
 use crate::sinks::{EventCtx, Flow, NoParts, Output, RunInfo, Sink, ThreadKey};
 use std::collections::BTreeMap;
@@ -49,6 +49,8 @@ struct Node {
     /// The outermost node of the run it belongs to; `NONE` in the shared
     /// tree (and for thread roots).
     run: u32,
+    /// The child last looked up: (label, node), `NONE` when none.
+    recent: (u32, u32),
 }
 
 /// The folded-stacks sink; the aggregation also serves tests through
@@ -75,10 +77,14 @@ pub struct FoldedStacks {
     weight: Weight,
     nodes: Vec<Node>,
     labels: Vec<String>,
-    func_labels: FastMap<FuncId, u32>,
+    /// Label of each function, by its id (`NONE`: none yet).
+    func_labels: Vec<u32>,
     children: FastMap<(u32, u32), u32>,
     threads: FastMap<ThreadKey, u32>,
+    /// The open frames' nodes of each thread but the current one.
     paths: FastMap<ThreadKey, Vec<u32>>,
+    /// The current thread, its root node and its open frames' nodes.
+    current: Option<(ThreadKey, u32, Vec<u32>)>,
     untraced_label: Option<u32>,
     /// The thread of the last event and the node of its innermost frame,
     /// while it has one.
@@ -97,10 +103,11 @@ impl FoldedStacks {
             weight,
             nodes: Vec::new(),
             labels: Vec::new(),
-            func_labels: FastMap::default(),
+            func_labels: Vec::new(),
             children: FastMap::default(),
             threads: FastMap::default(),
             paths: FastMap::default(),
+            current: None,
             untraced_label: None,
             last: None,
             runs: FastMap::default(),
@@ -123,6 +130,7 @@ impl FoldedStacks {
             label,
             weight: 0,
             run,
+            recent: (NONE, NONE),
         };
         let id = match self.free.pop() {
             Some(id) => {
@@ -152,13 +160,61 @@ impl FoldedStacks {
     /// A child of `parent` labelled `label`: the existing one or a new one
     /// in the parent's run.
     fn child(&mut self, parent: u32, label: u32) -> u32 {
-        if let Some(n) = self.children.get(&(parent, label)) {
-            return *n;
+        let (recent, run) = self
+            .nodes
+            .get(parent as usize)
+            .map_or(((NONE, NONE), NONE), |p| (p.recent, p.run));
+        if recent.0 == label {
+            if let Some(c) = self.nodes.get(recent.1 as usize) {
+                if c.parent == parent && c.label == label {
+                    return recent.1;
+                }
+            }
         }
-        let run = self.nodes.get(parent as usize).map_or(NONE, |p| p.run);
-        let n = self.node(parent, label, run);
-        self.children.insert((parent, label), n);
+        let n = match self.children.get(&(parent, label)) {
+            Some(n) => *n,
+            None => {
+                let n = self.node(parent, label, run);
+                self.children.insert((parent, label), n);
+                n
+            }
+        };
+        if let Some(p) = self.nodes.get_mut(parent as usize) {
+            p.recent = (label, n);
+        }
         n
+    }
+
+    /// The label of `f`'s function.
+    fn func_label(&mut self, f: &crate::callstack::Frame, ctx: &EventCtx<'_>) -> u32 {
+        let at = f.func.0 as usize;
+        if let Some(&l) = self.func_labels.get(at) {
+            if l != NONE {
+                return l;
+            }
+        }
+        let l = self.label(ctx.name(f).to_owned());
+        if self.func_labels.len() <= at {
+            self.func_labels.resize(at + 1, NONE);
+        }
+        if let Some(slot) = self.func_labels.get_mut(at) {
+            *slot = l;
+        }
+        l
+    }
+
+    /// The root node and open frames of `thread`, made current.
+    fn take_path(&mut self, thread: ThreadKey) -> (u32, Vec<u32>) {
+        match self.current.take() {
+            Some((t, root, path)) if t == thread => (root, path),
+            other => {
+                if let Some((t, _, path)) = other {
+                    self.paths.insert(t, path);
+                }
+                let root = self.thread_node(thread);
+                (root, self.paths.remove(&thread).unwrap_or_default())
+            }
+        }
     }
 
     /// Put the closed run `old` under `caller`, the outermost node of a
@@ -264,7 +320,10 @@ impl FoldedStacks {
             }
             let at = match self.last {
                 Some((thread, at)) if thread == ctx.thread => Some(at),
-                _ => self.paths.get(&ctx.thread).and_then(|p| p.last()).copied(),
+                _ => match &self.current {
+                    Some((t, _, path)) if *t == ctx.thread => path.last().copied(),
+                    _ => self.paths.get(&ctx.thread).and_then(|p| p.last()).copied(),
+                },
             };
             if let Some(at) = at {
                 self.last = Some((ctx.thread, at));
@@ -280,8 +339,7 @@ impl FoldedStacks {
     /// [`event`](Self::event) when frames changed or the thread has none.
     #[inline(never)]
     fn change(&mut self, event: &Event, ctx: &EventCtx<'_>) {
-        let root = self.thread_node(ctx.thread);
-        let mut path = std::mem::take(self.paths.entry(ctx.thread).or_default());
+        let (root, mut path) = self.take_path(ctx.thread);
         let mut outermost_closed = None;
         for _ in ctx.closed {
             outermost_closed = path.pop().or(outermost_closed);
@@ -290,14 +348,7 @@ impl FoldedStacks {
         // can still claim.
         let mut claimable = outermost_closed.filter(|_| path.is_empty());
         for (i, f) in ctx.opened.iter().enumerate() {
-            let label = match self.func_labels.get(&f.func) {
-                Some(l) => *l,
-                None => {
-                    let l = self.label(ctx.name(f).to_owned());
-                    self.func_labels.insert(f.func, l);
-                    l
-                }
-            };
+            let label = self.func_label(f, ctx);
             let node = match path.last() {
                 // Outermost frames get a run of their own, so an inferred
                 // caller can later be put above exactly this run.
@@ -331,9 +382,7 @@ impl FoldedStacks {
             }
         }
         self.last = path.last().map(|&at| (ctx.thread, at));
-        if let Some(p) = self.paths.get_mut(&ctx.thread) {
-            *p = path;
-        }
+        self.current = Some((ctx.thread, root, path));
     }
 
     fn weight_of(&self, event: &Event, ctx: &EventCtx<'_>) -> u64 {
@@ -413,7 +462,7 @@ impl<W: Output> Sink for FoldedSink<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::callstack::{Frame, Names};
+    use crate::callstack::{Frame, FuncId, Names};
     use crate::clock::ClockInfo;
     use crate::symbols::Symbolizer;
     use trace_core::event::{InsnClass, Isa, Range};
