@@ -2,9 +2,7 @@
 //! must be the same as when a timeline beside it makes the converter build
 //! them.
 
-mod convert_common;
-
-use convert_common::resolve;
+use crate::convert_common::resolve;
 use std::path::PathBuf;
 use std::sync::Arc;
 use trace_convert::convert::{self, ConvertOptions, ConvertReport, Converter};

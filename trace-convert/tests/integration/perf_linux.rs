@@ -8,9 +8,7 @@
 //! for PTM, so with the return stack or 64-bit timestamps its decode is
 //! wrong (see docs/perf.md).
 
-mod perf_common;
-
-use perf_common::{decode, spec_of, write};
+use crate::perf_common::{decode, spec_of, write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use trace_convert::input::source::Protocol;

@@ -12,10 +12,11 @@
 //! and PTM trace, is converted (inlined frames on, the default) and its
 //! folded stacks compared with the truth, stack by stack.
 
-mod common_addr2line;
-mod convert_common;
+use crate::common_addr2line;
 
-use convert_common::{convert_trace, corpus_program, corpus_traces, folded_map, truth_stacks};
+use crate::convert_common::{
+    convert_trace, corpus_program, corpus_traces, folded_map, truth_stacks,
+};
 use object::{Object, ObjectSymbol};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -7,7 +7,7 @@
 //! the corpus declares `irq_handler` as a weak alias, and its DWARF entry
 //! is relocated onto the C function of that name).
 
-mod common_addr2line;
+use crate::common_addr2line;
 
 use trace_convert::symbols::Symbolizer;
 

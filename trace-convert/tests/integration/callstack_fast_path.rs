@@ -8,7 +8,7 @@
 //! shortcuts wherever they apply must equal, after every event, stacks
 //! that always take `apply`.
 
-mod convert_common;
+use crate::convert_common;
 
 use std::sync::Arc;
 use trace_convert::callstack::{split, CallStacks, FrameKind};

@@ -1,8 +1,8 @@
 //! Damaged versions of the captures and the measurement of their decodes
 //! against the clean ones (see `damage_stretches` for the definitions).
 
-use crate::damage_stretches::{classify, stretches, Tally};
-use crate::{decode, ids, with_file, Case, Local};
+use super::damage_stretches::{classify, stretches, Tally};
+use super::{decode, ids, with_file, Case, Local};
 use std::collections::HashSet;
 use std::ops::Range;
 use std::path::Path;

@@ -7,9 +7,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod convert_common;
-
-use convert_common::{corpus_program, corpus_traces, trace_input};
+use crate::convert_common::{corpus_program, corpus_traces, trace_input};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use trace_convert::clock::ClockInfo;

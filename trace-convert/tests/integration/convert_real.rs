@@ -3,9 +3,7 @@
 //! docs/conformance.md gives from OpenCSD's and DS-5's listings
 //! (independent of this decoder).
 
-mod convert_common;
-
-use convert_common::{check_chrome, folded_map, resolve, run};
+use crate::convert_common::{check_chrome, folded_map, resolve, run};
 use trace_convert::convert::ConvertOptions;
 use trace_convert::input::flags::SourceFlags;
 use trace_convert::sinks::folded::Weight;

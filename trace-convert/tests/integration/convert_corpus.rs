@@ -5,9 +5,9 @@
 //! which name real functions only (`--no-inline`; inlined frames are
 //! checked in `inline_stacks.rs`).
 
-mod convert_common;
-
-use convert_common::{convert_trace, corpus_program, corpus_traces, folded_map, truth_stacks};
+use crate::convert_common::{
+    convert_trace, corpus_program, corpus_traces, folded_map, truth_stacks,
+};
 
 #[test]
 fn folded_stacks_match_the_emulator() {

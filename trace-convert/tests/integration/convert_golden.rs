@@ -6,9 +6,9 @@
 //! Value checks live in `convert_real.rs`, `convert_corpus.rs`,
 //! `convert_coverage_truth.rs` and `convert_consumers.rs`.
 
-mod convert_common;
+use crate::convert_common;
 
-use convert_common::{check_chrome, resolve, run};
+use crate::convert_common::{check_chrome, resolve, run};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;

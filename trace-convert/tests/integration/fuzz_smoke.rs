@@ -3,7 +3,7 @@
 //! libFuzzer targets run (`fuzz/src/checks.rs`, included here), so that
 //! `cargo test` on stable exercises them without libFuzzer or nightly.
 
-#[path = "../../fuzz/src/checks.rs"]
+#[path = "../../../fuzz/src/checks.rs"]
 #[allow(dead_code)]
 mod checks;
 

@@ -4,9 +4,7 @@
 //! slices' lengths; and so does a whole conversion of the capture, on one
 //! thread and on several (where the join hands on runs of events).
 
-mod convert_common;
-
-use convert_common::resolve;
+use crate::convert_common::resolve;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;

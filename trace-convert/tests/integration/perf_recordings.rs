@@ -7,9 +7,7 @@
 //! the truncated flag after a wrap. Needs the shared test data: skips
 //! without it, fails when CI is set.
 
-mod perf_common;
-
-use perf_common::{decode, perf_events, spec_of, write};
+use crate::perf_common::{decode, perf_events, spec_of, write};
 use std::path::PathBuf;
 use trace_convert::input::{flags::SourceFlags, resolve};
 use trace_core::frames::FrameMode;
