@@ -5,6 +5,7 @@
 //! use std::path::Path;
 //! use trace_convert::convert::{self, Converter, ConvertOptions};
 //! use trace_convert::decode::ExtraMemory;
+//! use trace_convert::progress::NoProgress;
 //! use trace_convert::sinks::folded::{FoldedSink, Weight};
 //! use trace_convert::input::{self, flags::SourceFlags};
 //! use trace_convert::sinks::SharedBuffer;
@@ -16,7 +17,7 @@
 //! let options = ConvertOptions::default();
 //! let mut conv = Converter::new(&symbols, options.clock_for(&input), options.max_depth);
 //! conv.add_sink(Box::new(FoldedSink::new(folded.clone(), Weight::Instructions)));
-//! let report = convert::convert_input(&input, &ExtraMemory::default(), conv, false)?;
+//! let report = convert::convert_input(&input, &ExtraMemory::default(), conv, &mut NoProgress)?;
 //! println!("{}", String::from_utf8_lossy(&folded.bytes()));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -937,8 +938,7 @@ pub fn core_label(input: &Input, source: &SourceSpec) -> Option<String> {
 }
 
 /// Decode every capture of `input` once, feeding `conv`; then finish it.
-/// `progress` shows a progress bar (when standard error is a terminal and
-/// the capture is large).
+/// `progress` is told how far decoding has got in each capture.
 ///
 /// # Errors
 ///
@@ -949,7 +949,7 @@ pub fn convert_input(
     input: &Input,
     extra: &ExtraMemory,
     mut conv: Converter<'_>,
-    progress: bool,
+    progress: &mut impl Progress,
 ) -> Result<ConvertReport, ConvertError> {
     let (images, fallback) = load_images(input, extra)?;
     let sources = source_names(input);
@@ -974,7 +974,7 @@ pub fn convert_input(
                 .map_or(&*fallback, |m| &**m)
         }));
         let by_id = ById(&by_id);
-        let mut bar = Progress::new(size, progress, &capture.path);
+        progress.start(&capture.path, size);
         let memory = |name: &str| {
             images
                 .get(name)
@@ -991,17 +991,17 @@ pub fn convert_input(
             &mut Feed {
                 conv: &mut conv,
                 memory: by_id,
-                bar: &mut bar,
+                progress: &mut *progress,
             },
         );
         match summary {
             Ok(summary) => {
-                bar.done();
+                progress.done();
                 conv.add_parsed(&summary.parsed);
             }
             // Every sink stopped: the rest of the input is not needed.
             Err(ReadError::Output(e)) if is_stop(&e) => {
-                bar.done();
+                progress.done();
                 break;
             }
             Err(source) => {
@@ -1018,14 +1018,14 @@ pub fn convert_input(
 /// What a decode hands a conversion: events in slices on one thread, and
 /// every delivery of a parallel decode (work of a sink done on the
 /// decoding threads comes as parts).
-struct Feed<'c, 'a, 'm> {
+struct Feed<'c, 'a, 'm, P> {
     conv: &'c mut Converter<'a>,
     /// The memory image of each trace ID.
     memory: ById<'m>,
-    bar: &'c mut Progress,
+    progress: &'c mut P,
 }
 
-impl dec::Take for Feed<'_, '_, '_> {
+impl<P: Progress> dec::Take for Feed<'_, '_, '_, P> {
     // The converter counts the events for its report itself.
     const COUNTS: bool = false;
     const SLICES: bool = true;
@@ -1033,8 +1033,8 @@ impl dec::Take for Feed<'_, '_, '_> {
     #[inline(always)]
     fn take(&mut self, d: Delivery<'_>) -> io::Result<()> {
         match d {
-            Delivery::Event(e) | Delivery::Folded(e) => self.bar.at(e.offset),
-            Delivery::Part { chunk_end, .. } => self.bar.at(chunk_end),
+            Delivery::Event(e) | Delivery::Folded(e) => self.progress.at(e.offset),
+            Delivery::Part { chunk_end, .. } => self.progress.at(chunk_end),
         }
         self.conv.deliver_from(d, self.memory)
     }
@@ -1042,7 +1042,7 @@ impl dec::Take for Feed<'_, '_, '_> {
     #[inline(always)]
     fn take_slice(&mut self, events: &[Event]) -> io::Result<()> {
         if let Some(last) = events.last() {
-            self.bar.at(last.offset);
+            self.progress.at(last.offset);
         }
         self.conv.take_slice(events, self.memory)
     }
@@ -1050,7 +1050,7 @@ impl dec::Take for Feed<'_, '_, '_> {
     #[inline(always)]
     fn take_run(&mut self, run: &[(u64, Event)], folded: bool) -> io::Result<()> {
         if let Some((_, last)) = run.last() {
-            self.bar.at(last.offset);
+            self.progress.at(last.offset);
         }
         self.conv
             .take_each(run.iter().map(|(_, e)| e), self.memory, !folded)

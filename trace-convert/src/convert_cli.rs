@@ -476,7 +476,8 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
                     eprintln!("trace-convert: {name}: not decoded: {why}");
                 }
             }
-            convert::convert_input(input, &extra, conv, !args.no_progress)
+            let mut bar = crate::progress_bar::Bar::new(!args.no_progress);
+            convert::convert_input(input, &extra, conv, &mut bar)
         }
         (None, Some(events)) => convert::convert_events_file(events, conv, events_memory),
         (None, None) => return fail(exit::USAGE, "no input"),

@@ -14,6 +14,7 @@ use trace_convert::sinks::listing::packets::{write_item, ListFormat};
 
 mod convert_cli;
 mod outputs_cli;
+mod progress_bar;
 mod typo;
 use convert_cli::ConvertArgs;
 use outputs_cli::{input_files, listing_plan, output_failure, with_output};
@@ -279,8 +280,16 @@ impl SourceArgs {
                 .and_then(|m| m.parse().ok()),
             alt_branch: on(self.alt_branch),
             symfs: self.symfs.clone(),
+            build_id_cache: build_id_cache(),
         }
     }
+}
+
+/// perf's build-ID cache: `$PERF_BUILDID_DIR`, else `~/.debug`.
+fn build_id_cache() -> Option<PathBuf> {
+    std::env::var_os("PERF_BUILDID_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".debug")))
 }
 
 /// Exit codes (documented in docs/cli.md).

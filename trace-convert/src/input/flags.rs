@@ -60,6 +60,10 @@ pub struct SourceFlags {
     /// Where the files mapped in a perf.data recording are found, by
     /// their absolute path under it (`--symfs`).
     pub symfs: Option<std::path::PathBuf>,
+    /// The build-ID cache where the files mapped in a perf.data recording
+    /// are also looked for, by build ID (`perf`'s `$PERF_BUILDID_DIR`,
+    /// else `~/.debug`, as the command line fills it in); `None`: none.
+    pub build_id_cache: Option<std::path::PathBuf>,
 }
 
 /// Typical ETMv3.5 ETMIDR (Cortex-A7) and ETMCCER (timestamps implemented,

@@ -86,7 +86,13 @@ pub struct Input {
 /// trace, or a capture file comes without a protocol.
 pub fn resolve(path: &Path, flags: &SourceFlags) -> Result<Input, InputError> {
     if !path.is_dir() && starts_like_perf_data(path) {
-        let input = perf::resolve::resolve(path, flags.symfs.as_deref())?;
+        let input = perf::resolve::resolve(
+            path,
+            perf::resolve::Lookup {
+                symfs: flags.symfs.as_deref(),
+                build_id_cache: flags.build_id_cache.as_deref(),
+            },
+        )?;
         return refine(path, input, flags);
     }
     if path.is_dir() {

@@ -9,6 +9,7 @@ use trace_convert::convert::{self, ConvertOptions, ConvertReport, Converter};
 use trace_convert::decode::ExtraMemory;
 use trace_convert::input::source::Protocol;
 use trace_convert::input::{self, flags::SourceFlags, Input};
+use trace_convert::progress::NoProgress;
 use trace_convert::sinks::chrome::ChromeSink;
 use trace_convert::sinks::folded::{FoldedSink, Weight};
 use trace_convert::sinks::SharedBuffer;
@@ -50,7 +51,7 @@ pub fn run_with(
         elves: elves.to_vec(),
         raw: Vec::new(),
     };
-    let report = convert::convert_input(input, &extra, conv, false).expect("conversion");
+    let report = convert::convert_input(input, &extra, conv, &mut NoProgress).expect("conversion");
     Outputs {
         chrome: String::from_utf8(chrome.bytes()).expect("UTF-8"),
         folded: String::from_utf8(folded.bytes()).expect("UTF-8"),

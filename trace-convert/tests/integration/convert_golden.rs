@@ -17,6 +17,7 @@ use trace_convert::decode::{memory_for, ExtraMemory};
 use trace_convert::input::flags::SourceFlags;
 use trace_convert::input::source::Protocol;
 use trace_convert::input::Input;
+use trace_convert::progress::NoProgress;
 use trace_convert::sinks::folded::Weight;
 use trace_convert::sinks::lcov::coverage::LcovOptions;
 use trace_convert::sinks::lcov::LcovSink;
@@ -87,7 +88,7 @@ fn lcov_and_perfetto(input: &Input, elf: &Path) -> (String, Vec<u8>) {
         &symbols,
         LcovOptions::default(),
     )));
-    convert::convert_input(input, &extra, conv, false).expect("conversion");
+    convert::convert_input(input, &extra, conv, &mut NoProgress).expect("conversion");
     (
         String::from_utf8(lcov.bytes()).expect("UTF-8"),
         perfetto.bytes(),

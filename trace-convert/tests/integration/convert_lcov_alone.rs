@@ -8,6 +8,7 @@ use std::sync::Arc;
 use trace_convert::convert::{self, ConvertOptions, ConvertReport, Converter};
 use trace_convert::decode::ExtraMemory;
 use trace_convert::input::flags::SourceFlags;
+use trace_convert::progress::NoProgress;
 use trace_convert::sinks::lcov::coverage::LcovOptions;
 use trace_convert::sinks::lcov::LcovSink;
 use trace_convert::sinks::perfetto::PerfettoSink;
@@ -38,7 +39,7 @@ fn lcov(with_timeline: bool) -> (Vec<u8>, ConvertReport) {
         elves: vec![elf],
         raw: Vec::new(),
     };
-    let report = convert::convert_input(&input, &extra, conv, false).expect("conversion");
+    let report = convert::convert_input(&input, &extra, conv, &mut NoProgress).expect("conversion");
     (out.bytes(), report)
 }
 

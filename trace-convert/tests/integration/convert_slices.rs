@@ -12,6 +12,7 @@ use trace_convert::convert::{self, ConvertOptions, ConvertReport, Converter};
 use trace_convert::decode::{decode_sequential, memory_for, ExtraMemory};
 use trace_convert::input::flags::SourceFlags;
 use trace_convert::input::Input;
+use trace_convert::progress::NoProgress;
 use trace_convert::sinks::chrome::ChromeSink;
 use trace_convert::sinks::folded::{FoldedSink, Weight};
 use trace_convert::sinks::lcov::coverage::LcovOptions;
@@ -141,7 +142,7 @@ fn a_whole_conversion_equals_its_events_fed_one_by_one() {
     let name = spec.path.display().to_string();
     let sources = convert::source_names(&input);
     let whole = convert(&input, &symbols, &memory, |conv| {
-        convert::convert_input(&input, &extra, conv, false).expect("conversion")
+        convert::convert_input(&input, &extra, conv, &mut NoProgress).expect("conversion")
     });
     let one_by_one = convert(&input, &symbols, &memory, |mut conv| {
         conv.set_info(name.clone(), sources.clone());

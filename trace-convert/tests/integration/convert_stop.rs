@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use trace_convert::convert::{self, ConvertOptions, ConvertReport, Converter};
 use trace_convert::decode::ExtraMemory;
 use trace_convert::input::{self, flags::SourceFlags};
+use trace_convert::progress::NoProgress;
 use trace_convert::sinks::folded::{FoldedSink, Weight};
 use trace_convert::sinks::{EventCtx, Flow, Interest, NoParts, RunInfo, SharedBuffer, Sink};
 use trace_convert::symbols::Symbolizer;
@@ -102,7 +103,7 @@ fn run(sinks: Vec<Stopper>, folded: bool) -> (String, ConvertReport) {
         elves: vec![elf],
         raw: Vec::new(),
     };
-    let report = convert::convert_input(&input, &extra, conv, false).expect("conversion");
+    let report = convert::convert_input(&input, &extra, conv, &mut NoProgress).expect("conversion");
     (String::from_utf8(out.bytes()).expect("UTF-8"), report)
 }
 

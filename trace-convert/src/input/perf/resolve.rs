@@ -16,15 +16,25 @@ use std::path::{Path, PathBuf};
 use trace_core::frames::FrameMode;
 use trace_core::memory::Contents;
 
+/// Where the files a recording mapped are looked for.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Lookup<'a> {
+    /// A folder holding them by their absolute path, or by name
+    /// (`--symfs`); when given, the paths themselves are not tried.
+    pub symfs: Option<&'a Path>,
+    /// The build-ID cache (`.build-id/xx/yyyy…` below it).
+    pub build_id_cache: Option<&'a Path>,
+}
+
 /// Read the perf.data file at `path` and describe its trace, looking for
-/// the mapped files under `symfs` (when given) and in the build-ID cache.
+/// the mapped files as [`Lookup`] says.
 ///
 /// # Errors
 ///
 /// [`InputError::Perf`] when the file cannot be read or is damaged, holds
 /// no CoreSight configuration or AUX data, or only trace of units other
 /// than ETMv3 and PTM.
-pub fn resolve(path: &Path, symfs: Option<&Path>) -> Result<Input, InputError> {
+pub fn resolve(path: &Path, lookup: Lookup<'_>) -> Result<Input, InputError> {
     let fail = |source: PerfError| InputError::Perf {
         path: path.to_path_buf(),
         source,
@@ -162,7 +172,7 @@ pub fn resolve(path: &Path, symfs: Option<&Path>) -> Result<Input, InputError> {
             range: Some((p.start, p.len)),
         });
     }
-    let dumps = dumps(&perf, symfs, &mut notes);
+    let dumps = dumps(&perf, lookup, &mut notes);
     let snapshot = snapshot_of(path, &sources, dumps, notes).map_err(|e| {
         fail(PerfError::Bad {
             offset: 0,
@@ -309,7 +319,8 @@ fn cpu_text(cpu: u32) -> String {
 
 /// Where the mapped file `m` is found: under `symfs`, in the build-ID
 /// cache, or (without `symfs`) at its own path.
-fn find_file(m: &Mmap, build_id: Option<&str>, symfs: Option<&Path>) -> Option<PathBuf> {
+fn find_file(m: &Mmap, build_id: Option<&str>, lookup: Lookup<'_>) -> Option<PathBuf> {
+    let symfs = lookup.symfs;
     let name = Path::new(&m.filename);
     let mut tries = Vec::new();
     if let Some(dir) = symfs {
@@ -320,10 +331,7 @@ fn find_file(m: &Mmap, build_id: Option<&str>, symfs: Option<&Path>) -> Option<P
         }
     }
     if let Some(id) = build_id.filter(|id| id.len() > 2) {
-        let cache = std::env::var_os("PERF_BUILDID_DIR")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".debug")));
-        if let Some(cache) = cache {
+        if let Some(cache) = lookup.build_id_cache {
             let link = cache.join(".build-id").join(&id[..2]).join(&id[2..]);
             tries.push(link.join("elf"));
             tries.push(link);
@@ -336,7 +344,7 @@ fn find_file(m: &Mmap, build_id: Option<&str>, symfs: Option<&Path>) -> Option<P
 }
 
 /// The memory dumps of the executable mappings whose files are found.
-fn dumps(perf: &PerfData, symfs: Option<&Path>, notes: &mut Vec<String>) -> Vec<Dump> {
+fn dumps(perf: &PerfData, lookup: Lookup<'_>, notes: &mut Vec<String>) -> Vec<Dump> {
     let ids: BTreeMap<&str, String> = perf
         .features
         .build_ids
@@ -361,7 +369,7 @@ fn dumps(perf: &PerfData, symfs: Option<&Path>, notes: &mut Vec<String>) -> Vec<
             .as_ref()
             .map(|b| b.iter().map(|x| format!("{x:02x}")).collect::<String>())
             .or_else(|| ids.get(m.filename.as_str()).cloned());
-        let Some(found) = find_file(m, id.as_deref(), symfs) else {
+        let Some(found) = find_file(m, id.as_deref(), lookup) else {
             *missing.entry(shown(&m.filename)).or_default() += 1;
             continue;
         };
@@ -395,7 +403,7 @@ fn dumps(perf: &PerfData, symfs: Option<&Path>, notes: &mut Vec<String>) -> Vec<
     for (name, n) in missing {
         notes.push(format!(
             "{name}: mapped {n} time(s) but not found ({}): code there is not decoded",
-            match symfs {
+            match lookup.symfs {
                 Some(d) => format!(
                     "looked under --symfs {} and in the build-ID cache",
                     d.display()
