@@ -33,7 +33,7 @@ use crate::packets::ReadError;
 use crate::progress::Progress;
 use crate::sinks::{is_instant, DynSink, EventCtx, Flow, Interest, RunInfo, SourceName, ThreadKey};
 use crate::symbols::{SymbolError, Symbolizer};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -875,34 +875,6 @@ fn annotate(sink: &str, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("{sink} output: {e}"))
 }
 
-/// Memory images by source name.
-pub type Images = HashMap<String, Arc<dyn MemoryImage>>;
-
-/// Memory images of every source of `input`, by source name, and the
-/// image for anything else.
-///
-/// # Errors
-///
-/// [`MemoryError`] when a dump or file cannot be loaded.
-pub fn load_images(
-    input: &Input,
-    extra: &ExtraMemory,
-) -> Result<(Images, Arc<dyn MemoryImage>), MemoryError> {
-    let mut images: Images = HashMap::new();
-    for capture in &input.captures {
-        for s in &capture.sources {
-            if images.contains_key(&s.name) {
-                continue;
-            }
-            let m = dec::memory_for(input.snapshot.as_ref(), &s.name, extra)?;
-            images.insert(s.name.clone(), Arc::new(m));
-        }
-    }
-    let fallback: Arc<dyn MemoryImage> =
-        Arc::new(dec::memory_for(input.snapshot.as_ref(), "", extra)?);
-    Ok((images, fallback))
-}
-
 /// The sources of `input` as the outputs name them, each with its core
 /// ([`core_label`]).
 #[must_use]
@@ -951,7 +923,7 @@ pub fn convert_input(
     mut conv: Converter<'_>,
     progress: &mut impl Progress,
 ) -> Result<ConvertReport, ConvertError> {
-    let (images, fallback) = load_images(input, extra)?;
+    let images = input.images(extra)?;
     let sources = source_names(input);
     let name = input
         .captures
@@ -971,16 +943,11 @@ pub fn convert_input(
                 .rev()
                 .find(|s| usize::from(s.id) == id)
                 .and_then(|s| images.get(&s.name))
-                .map_or(&*fallback, |m| &**m)
+                .map_or(&**images.other(), |m| &**m)
         }));
         let by_id = ById(&by_id);
         progress.start(&capture.path, size);
-        let memory = |name: &str| {
-            images
-                .get(name)
-                .cloned()
-                .unwrap_or_else(|| Arc::clone(&fallback))
-        };
+        let memory = |name: &str| images.of(name);
         // The converter counts the events for its report itself.
         let parts = conv.parts();
         let summary = dec::decode_to(

@@ -2,7 +2,7 @@
 //! bundled example, the summary.
 
 use super::{exit, fail, input_code, SourceArgs};
-use crate::outputs_cli::{input_files, output_failure, OutputArgs};
+use crate::outputs_cli::{output_failure, OutputArgs};
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -11,8 +11,9 @@ use trace_convert::clock::ClockKind;
 use trace_convert::convert::{
     self, ClockChoice, ConvertError, ConvertOptions, ConvertReport, Converter,
 };
-use trace_convert::decode::{has_memory, memory_for, no_memory_warning};
+use trace_convert::decode::{memory_for, no_memory_warning};
 use trace_convert::decode::{ExtraMemory, MemArg};
+use trace_convert::input::snapshot::is_snapshot;
 use trace_convert::input::{self, Input};
 use trace_convert::output::OutputPlan;
 use trace_convert::plural::plural;
@@ -193,7 +194,7 @@ fn find_example() -> Option<PathBuf> {
     if let Some(p) = bases
         .iter()
         .map(|b| b.join(EXAMPLE_DIR))
-        .find(|p| p.join("snapshot.ini").is_file())
+        .find(|p| is_snapshot(p))
     {
         return Some(p);
     }
@@ -202,7 +203,7 @@ fn find_example() -> Option<PathBuf> {
             .ok()?
             .filter_map(Result::ok)
             .map(|e| e.path())
-            .filter(|p| p.join("snapshot.ini").is_file())
+            .filter(|p| is_snapshot(p))
             .collect();
         dirs.sort();
         dirs.into_iter().next()
@@ -223,110 +224,221 @@ fn elves_in(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// Run a conversion as `args` say; the exit code (messages printed).
 pub fn run(args: &ConvertArgs) -> ExitCode {
+    match convert_as(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(code) => code,
+    }
+}
+
+/// The steps of [`run`]: every output and input checked, then the
+/// symbols, input and memory read, before any output is created; then
+/// one conversion into all of them, committed together.
+fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
+    let (path, elves, example) = choose_input(args)?;
+    let targets = choose_targets(args, path.as_deref(), example, !elves.is_empty())?;
+    let mut plan = plan_outputs(args, &targets, path.as_deref(), &elves)?;
+    let symbols = load_symbols(args, &elves, &targets)?;
+    if let Some(ev) = &args.from_events {
+        check_images(ev, &elves, &args.mem, args.ignore_image_mismatch)
+            .map_err(|e| fail(exit::INPUT, e))?;
+    }
+    let extra = ExtraMemory {
+        elves,
+        raw: args.mem.clone(),
+    };
+    let input = open_input(args, path.as_deref(), &extra, &mut plan)?;
+    let options = convert_options(args, input.as_ref());
+    let clock = match (&input, &args.from_events) {
+        (Some(i), _) => options.clock_for(i),
+        (None, Some(ev)) => {
+            convert::events_file_clock(ev, &options).map_err(|e| fail(exit::INPUT, e))?
+        }
+        (None, None) => options.clock_for_etmcr(&[]),
+    };
+    eprintln!("trace-convert: {}", clock.describe());
+    let read = read_for_sinks(args, &targets, input.as_ref(), &extra)?;
+    let mut set = plan.create().map_err(|e| output_failure(&e))?;
+    let weight = folded_weight(args);
+    let setup = Setup {
+        symbols: &symbols,
+        code: read.code,
+        header: read.header,
+        folded_weight: weight,
+        lcov: LcovOptions {
+            test_name: None,
+            conditional_instructions: args.lcov_conditionals,
+        },
+    };
+    let mut conv = Converter::new(&symbols, clock, options.max_depth);
+    for (t, out) in targets.iter().zip(set.writers()) {
+        conv.add_sink((t.format.open)(out, &setup).map_err(|e| fail(exit::OUTPUT, e))?);
+    }
+    let report = match (&input, &args.from_events) {
+        (Some(input), _) => {
+            input.captures.iter().for_each(super::print_skipped);
+            let mut bar = crate::progress_bar::Bar::new(!args.no_progress);
+            convert::convert_input(input, &extra, conv, &mut bar)
+        }
+        (None, Some(events)) => convert::convert_events_file(events, conv, read.events_memory),
+        (None, None) => return Err(fail(exit::USAGE, "no input")),
+    }
+    .map_err(|e| conversion_failure(&e))?;
+    if let Some(input) = &input {
+        check_decoded(input, &report)?;
+    }
+    // Every output is complete: all of them take their final names now.
+    set.commit().map_err(|e| output_failure(&e))?;
+    print_summary(&report);
+    let cycles: u64 = report.ids.values().map(|r| r.cycles).sum();
+    let folded = targets.iter().any(|t| t.format.flag == "folded");
+    if folded && weight == Weight::Cycles && cycles == 0 {
+        eprintln!(
+            "trace-convert: note: the trace has no cycle counts (not cycle-accurate): \
+             every folded weight is 0; use --folded-weight instructions"
+        );
+    }
+    print_written(&targets);
+    Ok(())
+}
+
+/// The input path, the ELF files and whether the bundled example is
+/// converted (no input and no saved events given: the example's
+/// directory, with the ELF files in it).
+fn choose_input(args: &ConvertArgs) -> Result<(Option<PathBuf>, Vec<PathBuf>, bool), ExitCode> {
     let mut elves = args.elf.clone();
     let example = args.path.is_none() && args.from_events.is_none();
     let path = match (&args.path, example) {
         (Some(p), _) => Some(p.clone()),
         (None, false) => None,
-        (None, true) => match find_example() {
-            Some(dir) => {
-                let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
-                eprintln!("trace-convert: no input given: converting the bundled example {}", dir.display());
-                elves.extend(elves_in(&dir));
-                Some(dir)
-            }
-            None => {
-                return fail(
+        (None, true) => {
+            let Some(dir) = find_example() else {
+                return Err(fail(
                     exit::INPUT,
                     format!(
                         "no input given and the bundled example ({EXAMPLE_DIR} in the repository) was not found; \
                          give a snapshot directory or capture file (see --help)"
                     ),
-                )
-            }
-        },
+                ));
+            };
+            let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+            eprintln!(
+                "trace-convert: no input given: converting the bundled example {}",
+                dir.display()
+            );
+            elves.extend(elves_in(&dir));
+            Some(dir)
+        }
     };
+    Ok((path, elves, example))
+}
+
+/// The outputs to write (into `out` for the bundled example when none is
+/// given), refused when there are none, when one needs a capture and
+/// only saved events are given, or when `--out-dir` names a file.
+fn choose_targets(
+    args: &ConvertArgs,
+    path: Option<&Path>,
+    example: bool,
+    with_lines: bool,
+) -> Result<Vec<Target>, ExitCode> {
     let out_dir = args.outputs.out_dir();
-    let mut targets = targets(&args.outputs, out_dir, !elves.is_empty());
+    let mut targets = targets(&args.outputs, out_dir, with_lines);
     if example && targets.is_empty() {
         targets = self::targets(&args.outputs, Some(Path::new("out")), true);
     }
     if targets.is_empty() {
-        if let Some(p) = path.as_ref().filter(|p| !p.exists()) {
-            return fail(
+        if let Some(p) = path.filter(|p| !p.exists()) {
+            return Err(fail(
                 exit::USAGE,
                 format!(
                     "`{}` is neither a subcommand (packets, decode, convert) nor an existing input (see --help)",
                     p.display()
                 ),
-            );
+            ));
         }
         let flags: Vec<String> = FORMATS.iter().map(|f| format!("--{}", f.flag)).collect();
-        return fail(
+        return Err(fail(
             exit::USAGE,
             format!(
                 "nothing to write: give {} or --out-dir (see --help)",
                 flags.join(", ")
             ),
-        );
+        ));
     }
     if path.is_none() {
         if let Some(t) = targets.iter().find(|t| t.format.needs.capture) {
-            return fail(
+            return Err(fail(
                 exit::USAGE,
                 format!(
                     "--{} needs a capture to decode, not --from-events",
                     t.format.flag
                 ),
-            );
+            ));
         }
     }
     if let Some(dir) = out_dir {
         if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
-            return fail(
+            return Err(fail(
                 exit::OUTPUT,
                 format!(
                     "--out-dir {}: is a file, not a folder (give a folder to write the outputs into)",
                     dir.display()
                 ),
-            );
+            ));
         }
     }
-    // Every output checked before anything is read: none may be another
-    // output or an input named on the command line.
+    Ok(targets)
+}
+
+/// Every output checked before anything is read: none may be another
+/// output or an input named on the command line.
+fn plan_outputs(
+    args: &ConvertArgs,
+    targets: &[Target],
+    path: Option<&Path>,
+    elves: &[PathBuf],
+) -> Result<OutputPlan, ExitCode> {
+    let out_dir = args.outputs.out_dir();
     let mut plan = OutputPlan::new();
-    for t in &targets {
+    for t in targets {
         let flag = format!("--{}", t.format.flag);
         let label = if t.in_folder { "--out-dir" } else { &flag };
         // An output given inside the output folder may wait for it too.
         let make_folders = t.in_folder || out_dir.is_some_and(|d| t.path.starts_with(d));
-        if let Err(e) = plan.add(label, &t.path, make_folders) {
-            return output_failure(&e);
-        }
+        plan.add(label, &t.path, make_folders)
+            .map_err(|e| output_failure(&e))?;
     }
     let named = path
+        .into_iter()
+        .chain(elves.iter().map(PathBuf::as_path))
+        .chain(args.mem.iter().map(|m| m.path.as_path()))
+        .chain(args.from_events.as_deref());
+    plan.check_inputs(named).map_err(|e| output_failure(&e))?;
+    Ok(plan)
+}
+
+/// The flag of the first output that needs what `need` picks, for
+/// messages.
+fn needing(targets: &[Target], need: fn(&registry::Needs) -> bool) -> Option<String> {
+    targets
         .iter()
-        .chain(&elves)
-        .chain(args.mem.iter().map(|m| &m.path))
-        .chain(&args.from_events)
-        .map(PathBuf::as_path);
-    if let Err(e) = plan.check_inputs(named) {
-        return output_failure(&e);
-    }
-    // The first output that needs each of these, for messages.
-    let needing = |need: fn(&registry::Needs) -> bool| {
-        targets
-            .iter()
-            .find(|t| need(&t.format.needs))
-            .map(|t| format!("--{}", t.format.flag))
-    };
+        .find(|t| need(&t.format.needs))
+        .map(|t| format!("--{}", t.format.flag))
+}
+
+/// The symbols of `elves`, with notes on what they lack; refused when an
+/// output needs source lines they do not give.
+fn load_symbols(
+    args: &ConvertArgs,
+    elves: &[PathBuf],
+    targets: &[Target],
+) -> Result<Symbolizer, ExitCode> {
     let mut symbols = Symbolizer::default();
     symbols.set_demangle(!args.no_demangle);
-    for e in &elves {
-        if let Err(e) = symbols.add_elf(e) {
-            return fail(exit::INPUT, e);
-        }
+    for e in elves {
+        symbols.add_elf(e).map_err(|e| fail(exit::INPUT, e))?;
     }
     symbols.set_inline_scopes(!args.no_inline);
     for p in symbols.dwarf_problems() {
@@ -339,29 +451,54 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
     } else if !symbols.has_lines() {
         eprintln!("trace-convert: note: the ELF files have no DWARF line information");
     }
-    if let Some(flag) = needing(|n| n.lines) {
+    if let Some(flag) = needing(targets, |n| n.lines) {
         let problems = symbols.check_dwarf();
         if let Some(p) = problems.first() {
-            return fail(
+            return Err(fail(
                 exit::INPUT,
                 format!(
                     "{flag}: DWARF section not readable: {p}: the coverage would be incomplete"
                 ),
-            );
+            ));
         }
         if !symbols.has_lines() {
-            return fail(
+            return Err(fail(
                 exit::USAGE,
                 format!("{flag} needs an ELF file with DWARF line information (--elf app.elf)"),
-            );
+            ));
         }
     }
-    if let Some(ev) = &args.from_events {
-        if let Err(e) = check_images(ev, &elves, &args.mem, args.ignore_image_mismatch) {
-            return fail(exit::INPUT, e);
+    Ok(symbols)
+}
+
+/// The input at `path` (none for saved events), with its notes, a
+/// warning for each source without memory, and its own files (known once
+/// its `.ini` files are read) checked against the outputs.
+fn open_input(
+    args: &ConvertArgs,
+    path: Option<&Path>,
+    extra: &ExtraMemory,
+    plan: &mut OutputPlan,
+) -> Result<Option<Input>, ExitCode> {
+    let Some(p) = path else {
+        return Ok(None);
+    };
+    let input = input::resolve(p, &args.source.flags()).map_err(|e| fail(input_code(&e), e))?;
+    super::print_notes(&input);
+    for s in input.captures.iter().flat_map(|c| &c.sources) {
+        if !input.has_memory(&s.name, extra) {
+            eprintln!("trace-convert: {}", no_memory_warning(&s.name));
         }
     }
-    let options = ConvertOptions {
+    plan.check_inputs(input.files().iter().map(PathBuf::as_path))
+        .map_err(|e| output_failure(&e))?;
+    Ok(Some(input))
+}
+
+/// The settings of the conversion; the timestamp frequency, when not
+/// given, from the snapshot's `trace.ini`.
+fn convert_options(args: &ConvertArgs, input: Option<&Input>) -> ConvertOptions {
+    ConvertOptions {
         clock: match args.clock {
             ClockArg::Auto => ClockChoice::Auto,
             ClockArg::Cycles => ClockChoice::Fixed(ClockKind::Cycles),
@@ -369,164 +506,103 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
             ClockArg::Instructions => ClockChoice::Fixed(ClockKind::Instructions),
         },
         cpu_hz: args.cpu_hz,
-        timestamp_hz: args.timestamp_hz,
+        timestamp_hz: args.timestamp_hz.or_else(|| {
+            input
+                .and_then(|i| i.snapshot.as_ref())
+                .and_then(|s| s.timestamp_hz)
+                .map(|hz| hz as f64)
+        }),
         max_depth: args.max_depth,
-    };
-    let weight = match args.folded_weight {
+    }
+}
+
+fn folded_weight(args: &ConvertArgs) -> Weight {
+    match args.folded_weight {
         WeightArg::Instructions => Weight::Instructions,
         WeightArg::Cycles => Weight::Cycles,
-    };
-    let extra = ExtraMemory {
-        elves: elves.clone(),
-        raw: args.mem.clone(),
-    };
-    let input = match &path {
-        Some(p) => match input::resolve(p, &args.source.flags()) {
-            Ok(i) => Some(i),
-            Err(e) => return fail(input_code(&e), e),
-        },
-        None => None,
-    };
-    if let Some(i) = &input {
-        super::print_notes(i);
-        for s in i.captures.iter().flat_map(|c| &c.sources) {
-            if !has_memory(i.snapshot.as_ref(), &s.name, &extra) {
-                eprintln!("trace-convert: {}", no_memory_warning(&s.name));
-            }
-        }
-        // The snapshot's own files, known once its `.ini` files are read.
-        if let Err(e) = plan.check_inputs(input_files(i).iter().map(PathBuf::as_path)) {
-            return output_failure(&e);
-        }
     }
-    let mut options = options;
-    if options.timestamp_hz.is_none() {
-        // The snapshot's `trace.ini` may give the timestamp frequency.
-        options.timestamp_hz = input
-            .as_ref()
-            .and_then(|i| i.snapshot.as_ref())
-            .and_then(|s| s.timestamp_hz)
-            .map(|hz| hz as f64);
-    }
-    let clock = match (&input, &args.from_events) {
-        (Some(i), _) => options.clock_for(i),
-        (None, Some(ev)) => match convert::events_file_clock(ev, &options) {
-            Ok(c) => c,
-            Err(e) => return fail(exit::INPUT, e),
-        },
-        (None, None) => options.clock_for_etmcr(&[]),
+}
+
+/// What the sinks read, read before any output is created.
+struct SinkReads {
+    /// The code image, for the formats that need it.
+    code: Option<Arc<dyn MemoryImage>>,
+    /// The saved-events header, for a run that decodes a capture.
+    header: Option<Header>,
+    /// The memory of a conversion of saved events.
+    events_memory: Option<Arc<dyn MemoryImage>>,
+}
+
+fn read_for_sinks(
+    args: &ConvertArgs,
+    targets: &[Target],
+    input: Option<&Input>,
+    extra: &ExtraMemory,
+) -> Result<SinkReads, ExitCode> {
+    let load = |input: Option<&Input>, source: &str| {
+        memory_for(input.and_then(|i| i.snapshot.as_ref()), source, extra)
+            .map(|m| Arc::new(m) as Arc<dyn MemoryImage>)
+            .map_err(|e| fail(exit::INPUT, e))
     };
-    eprintln!("trace-convert: {}", clock.describe());
-    // What the sinks read, read before any output is created.
-    let code = if needing(|n| n.code).is_some() {
+    let code = if needing(targets, |n| n.code).is_some() {
         let first = input
-            .as_ref()
             .and_then(|i| i.captures.iter().flat_map(|c| &c.sources).next())
             .map_or("", |s| s.name.as_str());
-        match memory_for(
-            input.as_ref().and_then(|i| i.snapshot.as_ref()),
-            first,
-            &extra,
-        ) {
-            Ok(m) => Some(Arc::new(m) as Arc<dyn MemoryImage>),
-            Err(e) => return fail(exit::INPUT, e),
-        }
+        Some(load(input, first)?)
     } else {
         None
     };
-    let header = match (&input, needing(|n| n.capture).is_some()) {
-        (Some(input), true) => match events_header(input, &extra) {
-            Ok(h) => Some(h),
-            Err(e) => return fail(exit::INPUT, e),
-        },
+    let header = match (input, needing(targets, |n| n.capture).is_some()) {
+        (Some(input), true) => Some(events_header(input, extra).map_err(|e| fail(exit::INPUT, e))?),
         _ => None,
     };
-    let events_memory = match (&input, &args.from_events) {
-        (None, Some(_)) => match memory_for(None, "", &extra) {
-            Ok(m) => Some(Arc::new(m) as Arc<dyn MemoryImage>),
-            Err(e) => return fail(exit::INPUT, e),
-        },
+    let events_memory = match (input, &args.from_events) {
+        (None, Some(_)) => Some(load(None, "")?),
         _ => None,
     };
-    let mut set = match plan.create() {
-        Ok(s) => s,
-        Err(e) => return output_failure(&e),
-    };
-    let setup = Setup {
-        symbols: &symbols,
+    Ok(SinkReads {
         code,
         header,
-        folded_weight: weight,
-        lcov: LcovOptions {
-            test_name: None,
-            conditional_instructions: args.lcov_conditionals,
+        events_memory,
+    })
+}
+
+/// The exit code and message of a failed conversion.
+fn conversion_failure(e: &ConvertError) -> ExitCode {
+    let code = match e {
+        ConvertError::Input(i) => input_code(i),
+        ConvertError::Memory(_) | ConvertError::Symbols(_) | ConvertError::EventsFile { .. } => {
+            exit::INPUT
+        }
+        ConvertError::Read { source, .. } => match source {
+            trace_convert::packets::ReadError::Input(i) => input_code(i),
+            trace_convert::packets::ReadError::Io { .. } => exit::INPUT,
+            _ => exit::OUTPUT,
         },
+        _ => exit::OUTPUT,
     };
-    let mut conv = Converter::new(&symbols, clock, options.max_depth);
-    for (t, out) in targets.iter().zip(set.writers()) {
-        match (t.format.open)(out, &setup) {
-            Ok(sink) => conv.add_sink(sink),
-            Err(e) => return fail(exit::OUTPUT, e),
-        }
+    fail(code, e)
+}
+
+/// Refuse a run that read capture bytes and decoded nothing from them
+/// (no output takes its final name).
+fn check_decoded(input: &Input, report: &ConvertReport) -> Result<(), ExitCode> {
+    let bytes: u64 = report.captures.iter().map(|(_, b)| b).sum();
+    let decoded: u64 = report
+        .ids
+        .values()
+        .map(|r| r.instructions + r.nacc.values().sum::<u64>())
+        .sum();
+    if bytes > 0 && decoded == 0 {
+        return Err(fail(exit::CONFIG, super::nothing_decoded(input, bytes)));
     }
-    let result = match (&input, &args.from_events) {
-        (Some(input), _) => {
-            for c in &input.captures {
-                for (name, why) in &c.skipped {
-                    eprintln!("trace-convert: {name}: not decoded: {why}");
-                }
-            }
-            let mut bar = crate::progress_bar::Bar::new(!args.no_progress);
-            convert::convert_input(input, &extra, conv, &mut bar)
-        }
-        (None, Some(events)) => convert::convert_events_file(events, conv, events_memory),
-        (None, None) => return fail(exit::USAGE, "no input"),
-    };
-    let report = match result {
-        Ok(report) => report,
-        Err(e) => {
-            let code = match &e {
-                ConvertError::Input(i) => input_code(i),
-                ConvertError::Memory(_)
-                | ConvertError::Symbols(_)
-                | ConvertError::EventsFile { .. } => exit::INPUT,
-                ConvertError::Read { source, .. } => match source {
-                    trace_convert::packets::ReadError::Input(i) => input_code(i),
-                    trace_convert::packets::ReadError::Io { .. } => exit::INPUT,
-                    _ => exit::OUTPUT,
-                },
-                _ => exit::OUTPUT,
-            };
-            return fail(code, e);
-        }
-    };
-    if let Some(input) = &input {
-        let bytes: u64 = report.captures.iter().map(|(_, b)| b).sum();
-        let decoded: u64 = report
-            .ids
-            .values()
-            .map(|r| r.instructions + r.nacc.values().sum::<u64>())
-            .sum();
-        if bytes > 0 && decoded == 0 {
-            // No output takes its final name.
-            return fail(exit::CONFIG, super::nothing_decoded(input, bytes));
-        }
-    }
-    // Every output is complete: all of them take their final names now.
-    if let Err(e) = set.commit() {
-        return output_failure(&e);
-    }
-    print_summary(&report);
-    let cycles: u64 = report.ids.values().map(|r| r.cycles).sum();
-    let folded = targets.iter().any(|t| t.format.flag == "folded");
-    if folded && weight == Weight::Cycles && cycles == 0 {
-        eprintln!(
-            "trace-convert: note: the trace has no cycle counts (not cycle-accurate): \
-             every folded weight is 0; use --folded-weight instructions"
-        );
-    }
+    Ok(())
+}
+
+/// List the outputs written and how to open each.
+fn print_written(targets: &[Target]) {
     eprintln!("trace-convert: wrote:");
-    for t in &targets {
+    for t in targets {
         let what = t.format.what;
         if t.path.as_os_str() == "-" {
             eprintln!("  {what:<15} standard output");
@@ -538,7 +614,6 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
             );
         }
     }
-    ExitCode::SUCCESS
 }
 
 fn print_summary(r: &ConvertReport) {

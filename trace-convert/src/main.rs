@@ -2,11 +2,14 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use trace_convert::decode::{self as dec, no_memory_warning, ExtraMemory};
 use trace_convert::input::flags::{Layout, SourceFlags};
+use trace_convert::input::memory::Images;
+use trace_convert::input::source::CaptureSpec;
 use trace_convert::input::source::Protocol;
-use trace_convert::input::{self, InputError};
+use trace_convert::input::{self, Input, InputError};
 use trace_convert::packets::{self, ReadError};
 use trace_convert::plural::plural;
 use trace_convert::sinks::listing::events::{write_event, EventFormat};
@@ -17,7 +20,8 @@ mod outputs_cli;
 mod progress_bar;
 mod typo;
 use convert_cli::ConvertArgs;
-use outputs_cli::{input_files, listing_plan, output_failure, with_output};
+use outputs_cli::{listing_plan, output_failure, with_output};
+use trace_convert::output::OutputPlan;
 
 /// Decode CoreSight ETMv3 and PTM (PFT) program trace and convert it into
 /// timelines, flame graphs and coverage.
@@ -358,28 +362,43 @@ fn read_failure(e: ReadError) -> ExitCode {
     }
 }
 
+/// The listing's output plan and the resolved input of a `packets` or
+/// `decode` run, with the input's notes printed; `named` are the files
+/// the command line names besides the input (which the listing may not
+/// be). On failure, the exit code (the message is printed).
+fn listing_input<'p>(
+    args: &'p InputArgs,
+    output: Option<&Path>,
+    named: impl IntoIterator<Item = &'p Path>,
+) -> Result<(OutputPlan, Input), ExitCode> {
+    let named = std::iter::once(args.path.as_path()).chain(named);
+    let plan = listing_plan(output, named)?;
+    let input = input::resolve(&args.path, &args.flags()).map_err(|e| fail(input_code(&e), e))?;
+    print_notes(&input);
+    plan.check_inputs(input.files().iter().map(PathBuf::as_path))
+        .map_err(|e| output_failure(&e))?;
+    Ok((plan, input))
+}
+
+/// Print why each source of `capture` that is not decoded is not.
+fn print_skipped(capture: &CaptureSpec) {
+    for (name, why) in &capture.skipped {
+        eprintln!("trace-convert: {name}: not decoded: {why}");
+    }
+}
+
 fn run_packets(args: &PacketsArgs) -> ExitCode {
-    let plan = match listing_plan(args.output.as_deref(), [args.input.path.as_path()]) {
-        Ok(p) => p,
+    let (plan, input) = match listing_input(&args.input, args.output.as_deref(), []) {
+        Ok(v) => v,
         Err(code) => return code,
     };
-    let input = match input::resolve(&args.input.path, &args.input.flags()) {
-        Ok(i) => i,
-        Err(e) => return fail(input_code(&e), e),
-    };
-    print_notes(&input);
-    if let Err(e) = plan.check_inputs(input_files(&input).iter().map(PathBuf::as_path)) {
-        return output_failure(&e);
-    }
     let format = match args.format {
         FormatArg::Text => ListFormat::Text,
         FormatArg::Jsonl => ListFormat::Jsonl,
     };
     with_output(plan, |out| {
         for capture in &input.captures {
-            for (name, why) in &capture.skipped {
-                eprintln!("trace-convert: {name}: not decoded: {why}");
-            }
+            print_skipped(capture);
             // With --trace-id, the bytes of the other IDs are not listed.
             let only = args.input.source.trace_id;
             let summary = packets::read_capture(capture, |item| match (item, only) {
@@ -403,12 +422,15 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
     })
 }
 
-fn run_decode(args: &DecodeArgs) -> ExitCode {
-    use std::collections::HashMap;
-    use std::sync::Arc;
-    use trace_convert::decode::{self as dec, ExtraMemory};
-    use trace_core::memory::MemoryImage;
+/// Bytes read and instructions decoded (or addresses reached without
+/// memory) over the captures of a `decode` run.
+#[derive(Debug, Default, Clone, Copy)]
+struct Totals {
+    bytes: u64,
+    decoded: u64,
+}
 
+fn run_decode(args: &DecodeArgs) -> ExitCode {
     // `None`: no listing, the events are only counted by the decode.
     let format = match args.format {
         DecodeFormatArg::Text => Some(EventFormat::Text),
@@ -421,111 +443,93 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
             "--format none writes no listing: -o/--output does not go with it",
         );
     }
-    let named = std::iter::once(args.input.path.as_path())
-        .chain(args.elf.iter().map(PathBuf::as_path))
+    let named = args
+        .elf
+        .iter()
+        .map(PathBuf::as_path)
         .chain(args.mem.iter().map(|m| m.path.as_path()));
-    let plan = match listing_plan(args.output.as_deref(), named) {
-        Ok(p) => p,
+    let (plan, input) = match listing_input(&args.input, args.output.as_deref(), named) {
+        Ok(v) => v,
         Err(code) => return code,
     };
-    let input = match input::resolve(&args.input.path, &args.input.flags()) {
-        Ok(i) => i,
-        Err(e) => return fail(input_code(&e), e),
-    };
-    print_notes(&input);
-    if let Err(e) = plan.check_inputs(input_files(&input).iter().map(PathBuf::as_path)) {
-        return output_failure(&e);
-    }
     let extra = ExtraMemory {
         elves: args.elf.clone(),
         raw: args.mem.clone(),
     };
-    // One image per source name, loaded before decoding starts.
-    let mut images: HashMap<String, Arc<dyn MemoryImage>> = HashMap::new();
-    for capture in &input.captures {
-        for s in &capture.sources {
-            match dec::memory_for(input.snapshot.as_ref(), &s.name, &extra) {
-                Ok(m) => {
-                    if m.is_empty() {
-                        eprintln!(
-                            "trace-convert: {}: no memory image (give --elf or --mem); \
-                             every address will be reported as not accessible",
-                            s.name
-                        );
-                    }
-                    images.insert(s.name.clone(), Arc::new(m));
-                }
-                Err(e) => return fail(exit::INPUT, e),
-            }
-        }
-    }
-    let fallback: Arc<dyn MemoryImage> = match dec::memory_for(input.snapshot.as_ref(), "", &extra)
-    {
-        Ok(m) => Arc::new(m),
+    // One image per source, loaded before decoding starts.
+    let images = match input.images(&extra) {
+        Ok(images) => images,
         Err(e) => return fail(exit::INPUT, e),
     };
-    // Bytes read and instructions decoded.
-    let mut totals = (0u64, 0u64);
+    for name in images.empty() {
+        eprintln!("trace-convert: {}", no_memory_warning(name));
+    }
+    let mut totals = Totals::default();
     with_output(plan, |out| {
         for capture in &input.captures {
-            for (name, why) in &capture.skipped {
-                eprintln!("trace-convert: {name}: not decoded: {why}");
-            }
-            let only = args.input.source.trace_id;
-            let by_id: HashMap<u8, Arc<dyn MemoryImage>> = capture
-                .sources
-                .iter()
-                .filter_map(|s| images.get(&s.name).map(|m| (s.id, Arc::clone(m))))
-                .collect();
-            let summary = dec::decode_capture(
-                capture,
-                |name| {
-                    images
-                        .get(name)
-                        .cloned()
-                        .unwrap_or_else(|| Arc::clone(&fallback))
-                },
-                |e| {
-                    let Some(format) = format else {
-                        return Ok(());
-                    };
-                    if only.is_some_and(|id| id != e.id) {
-                        return Ok(());
-                    }
-                    let mem = args
-                        .instructions
-                        .then(|| by_id.get(&e.id).map_or(&*fallback, |m| &**m));
-                    write_event(out, format, e, mem)
-                },
-            )
-            .map_err(read_failure)?;
-            totals.0 += summary.bytes;
-            // An address reached without memory counts: the trace was
-            // decoded as far as it can be without an image.
-            totals.1 += summary
-                .sources
-                .iter()
-                .map(|(_, c)| c.instructions + c.nacc)
-                .sum::<u64>();
-            for (id, c) in &summary.sources {
-                eprintln!(
-                    "trace-convert: {}: ID {id:#04x}: {}, {}, {} not accessible, {}",
-                    capture.path.display(),
-                    plural(c.ranges, "range"),
-                    plural(c.instructions, "instruction"),
-                    c.nacc,
-                    plural(c.gaps, "gap")
-                );
-                for line in c.mismatches.lines(*id) {
-                    eprintln!("trace-convert: {}: {line}", capture.path.display());
-                }
-            }
+            print_skipped(capture);
+            let t = decode_listing(args, format, capture, &images, out)?;
+            totals.bytes += t.bytes;
+            totals.decoded += t.decoded;
         }
-        if totals.0 > 0 && totals.1 == 0 {
+        if totals.bytes > 0 && totals.decoded == 0 {
             // The listing does not take its final name.
-            return Err(fail(exit::CONFIG, nothing_decoded(&input, totals.0)));
+            return Err(fail(exit::CONFIG, nothing_decoded(&input, totals.bytes)));
         }
         Ok(())
+    })
+}
+
+/// Decode `capture`, list its events in `format` (when listed) into
+/// `out`, and print its per-ID summary.
+fn decode_listing(
+    args: &DecodeArgs,
+    format: Option<EventFormat>,
+    capture: &CaptureSpec,
+    images: &Images,
+    out: &mut dyn io::Write,
+) -> Result<Totals, ExitCode> {
+    let only = args.input.source.trace_id;
+    let by_id = images.by_id(capture);
+    let summary = dec::decode_capture(
+        capture,
+        |name| images.of(name),
+        |e| {
+            let Some(format) = format else {
+                return Ok(());
+            };
+            if only.is_some_and(|id| id != e.id) {
+                return Ok(());
+            }
+            let mem = args
+                .instructions
+                .then(|| by_id.get(&e.id).map_or(&**images.other(), |m| &**m));
+            write_event(out, format, e, mem)
+        },
+    )
+    .map_err(read_failure)?;
+    for (id, c) in &summary.sources {
+        eprintln!(
+            "trace-convert: {}: ID {id:#04x}: {}, {}, {} not accessible, {}",
+            capture.path.display(),
+            plural(c.ranges, "range"),
+            plural(c.instructions, "instruction"),
+            c.nacc,
+            plural(c.gaps, "gap")
+        );
+        for line in c.mismatches.lines(*id) {
+            eprintln!("trace-convert: {}: {line}", capture.path.display());
+        }
+    }
+    Ok(Totals {
+        bytes: summary.bytes,
+        // An address reached without memory counts: the trace was
+        // decoded as far as it can be without an image.
+        decoded: summary
+            .sources
+            .iter()
+            .map(|(_, c)| c.instructions + c.nacc)
+            .sum(),
     })
 }
 

@@ -5,7 +5,6 @@ use super::{exit, fail};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use trace_convert::input::Input;
 use trace_convert::output::{OutputError, OutputPlan};
 use trace_convert::sinks::registry::{Format, FORMATS};
 
@@ -18,29 +17,6 @@ pub fn output_failure(e: &OutputError) -> ExitCode {
         exit::OUTPUT
     };
     fail(code, e)
-}
-
-/// The files that reading `input` opens: its capture files and, for a
-/// snapshot, `snapshot.ini`, the other `.ini` files beside it, the
-/// device files and the memory dumps.
-pub fn input_files(input: &Input) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = input.captures.iter().map(|c| c.path.clone()).collect();
-    if let Some(snap) = &input.snapshot {
-        v.push(snap.dir.join("snapshot.ini"));
-        if let Ok(rd) = std::fs::read_dir(&snap.dir) {
-            v.extend(
-                rd.filter_map(Result::ok)
-                    .map(|e| e.path())
-                    .filter(|p| p.extension().is_some_and(|x| x == "ini")),
-            );
-        }
-        for d in &snap.devices {
-            v.push(d.file.clone());
-            v.extend(d.dumps.iter().map(|m| m.path.clone()));
-        }
-        v.extend(snap.buffers.iter().map(|b| b.path.clone()));
-    }
-    v
 }
 
 /// The plan of a listing's output (`-o FILE`, standard output without

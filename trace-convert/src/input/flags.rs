@@ -2,6 +2,7 @@
 //! protocol, the layout, and register bits set one by one.
 
 use super::source::{CaptureSpec, Protocol, SourceRegs, SourceSpec};
+use super::{Input, InputError, Kind};
 use std::path::Path;
 use trace_core::frames::FrameMode;
 
@@ -189,6 +190,22 @@ impl SourceFlags {
             range: None,
         })
     }
+}
+
+/// The capture file `path` as an input, described by `flags`.
+///
+/// # Errors
+///
+/// [`InputError::NoProtocol`] when `flags` give no protocol.
+pub fn open(path: &Path, flags: &SourceFlags) -> Result<Input, InputError> {
+    let capture = flags
+        .capture(path)
+        .ok_or_else(|| InputError::NoProtocol(path.to_path_buf()))?;
+    Ok(Input {
+        kind: Kind::Capture,
+        captures: vec![capture],
+        snapshot: None,
+    })
 }
 
 #[cfg(test)]
