@@ -1,4 +1,10 @@
 //! `trace-convert`: decode CoreSight ETMv3/PTM trace captures.
+//!
+//! The command line over the `trace_convert` library, in this folder
+//! only: the arguments (clap), the `packets` and `decode` listings here,
+//! the conversion in `convert_cli`, the output checks in `outputs_cli`,
+//! the progress bar in `progress_bar` and spelling suggestions in `typo`.
+//! The library builds without any of it (the `cli` feature).
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io;
