@@ -19,6 +19,7 @@ use super::folded::{FoldedSink, Weight};
 use super::lcov::coverage::LcovOptions;
 use super::lcov::LcovSink;
 use super::perfetto::PerfettoSink;
+use super::report::{ReportFormat, ReportOptions, ReportSink};
 use super::DynSink;
 use crate::output::OutputFile;
 use crate::symbols::Symbolizer;
@@ -55,6 +56,8 @@ pub struct Setup<'a> {
     pub folded_weight: Weight,
     /// Options of the LCOV output.
     pub lcov: LcovOptions,
+    /// Options of the per-function report.
+    pub report: ReportOptions,
 }
 
 impl std::fmt::Debug for Setup<'_> {
@@ -64,6 +67,7 @@ impl std::fmt::Debug for Setup<'_> {
             .field("header", &self.header.is_some())
             .field("folded_weight", &self.folded_weight)
             .field("lcov", &self.lcov)
+            .field("report", &self.report)
             .finish_non_exhaustive()
     }
 }
@@ -164,6 +168,25 @@ pub const FORMATS: &[Format] = &[
         open: |out, setup| Ok(Box::new(FoldedSink::new(out, setup.folded_weight))),
     },
     Format {
+        flag: "report",
+        what: "report",
+        help: "Write the per-function report (calls, self and total instructions and cycles; text, or CSV/JSON by the extension .csv/.json; `trace-convert report` shows it); `-` for standard output. Example: --report report.txt",
+        in_folder: Some("report.txt"),
+        needs: Needs {
+            lines: false,
+            code: false,
+            capture: false,
+        },
+        how_to_open: "less FILE",
+        open: |out, setup| {
+            let format = setup
+                .report
+                .format
+                .unwrap_or_else(|| ReportFormat::for_path(out.path()));
+            Ok(Box::new(ReportSink::new(out, format, &setup.report)))
+        },
+    },
+    Format {
         flag: "save-events",
         what: "saved events",
         help: "Save the decoded events, to convert later with --from-events without decoding again. Example: --save-events run.events",
@@ -244,6 +267,7 @@ mod tests {
             }),
             folded_weight: Weight::Instructions,
             lcov: LcovOptions::default(),
+            report: ReportOptions::default(),
         };
         let dir = tempfile::tempdir().expect("dir");
         for f in FORMATS {
