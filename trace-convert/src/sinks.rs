@@ -1,6 +1,6 @@
 //! Every output of the toolkit: the converters fed by one decode pass
 //! (Chrome JSON, Perfetto, LCOV, folded stacks, the per-function report,
-//! saved events) and the
+//! AutoFDO profiles, saved events) and the
 //! `packets` and `decode` listings ([`listing`]).
 //!
 //! The [`convert`](crate::convert) driver decodes once and hands every
@@ -48,6 +48,7 @@
 //!
 //! [`EventKind::EndOfTrace`]: trace_core::event::EventKind::EndOfTrace
 
+pub mod autofdo;
 pub mod chrome;
 pub mod events_file;
 pub mod folded;

@@ -12,6 +12,8 @@
 //! assert!(FORMATS.iter().all(|f| !f.help.is_empty()));
 //! ```
 
+use super::autofdo::dwarf::ProfileDwarf;
+use super::autofdo::AutofdoSink;
 use super::chrome::ChromeSink;
 use super::events_file::format::Header;
 use super::events_file::EventsSink;
@@ -187,6 +189,19 @@ pub const FORMATS: &[Format] = &[
         },
     },
     Format {
+        flag: "autofdo",
+        what: "AutoFDO profile",
+        help: "Write an LLVM sample profile (text) for `clang -fprofile-sample-use=FILE` (needs --elf with DWARF); `-` for standard output. Example: --autofdo app.afdo",
+        in_folder: Some("profile.afdo"),
+        needs: Needs {
+            lines: true,
+            code: true,
+            capture: false,
+        },
+        how_to_open: "clang -O2 -g -fprofile-sample-use=FILE ..., or llvm-profdata show --sample FILE",
+        open: open_autofdo,
+    },
+    Format {
         flag: "save-events",
         what: "saved events",
         help: "Save the decoded events, to convert later with --from-events without decoding again. Example: --save-events run.events",
@@ -217,6 +232,14 @@ fn open_lcov<'a>(out: OutputFile, setup: &Setup<'a>) -> io::Result<Box<dyn DynSi
         setup.symbols,
         setup.lcov.clone(),
     )))
+}
+
+fn open_autofdo<'a>(out: OutputFile, setup: &Setup<'a>) -> io::Result<Box<dyn DynSink + 'a>> {
+    let Some(code) = &setup.code else {
+        return Err(io::Error::other("no memory image for --autofdo"));
+    };
+    let dwarf = ProfileDwarf::read(setup.symbols.files()).map_err(io::Error::other)?;
+    Ok(Box::new(AutofdoSink::new(out, Arc::clone(code), dwarf)))
 }
 
 fn open_events<'a>(out: OutputFile, setup: &Setup<'a>) -> io::Result<Box<dyn DynSink + 'a>> {
