@@ -160,25 +160,36 @@ impl<'a> Report<'a> {
 
     fn json(&self, out: &mut dyn Write) -> io::Result<()> {
         let cycles = |n: u64| (self.cycles > 0).then_some(n);
-        let rows: Vec<serde_json::Value> = self
+        let rows: Vec<JsonRow<'_>> = self
             .rows
             .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "function": r.name,
-                    "calls": r.calls,
-                    "self_instructions": r.self_instructions,
-                    "self_percent": self.percent(r.self_instructions),
-                    "total_instructions": r.total_instructions,
-                    "total_percent": self.percent(r.total_instructions),
-                    "self_cycles": cycles(r.self_cycles),
-                    "total_cycles": cycles(r.total_cycles),
-                })
+            .map(|r| JsonRow {
+                function: &r.name,
+                calls: r.calls,
+                self_instructions: r.self_instructions,
+                self_percent: self.percent(r.self_instructions),
+                total_instructions: r.total_instructions,
+                total_percent: self.percent(r.total_instructions),
+                self_cycles: cycles(r.self_cycles),
+                total_cycles: cycles(r.total_cycles),
             })
             .collect();
         serde_json::to_writer_pretty(&mut *out, &rows).map_err(io::Error::other)?;
         writeln!(out)
     }
+}
+
+/// One object of the JSON form, its fields in the documented order.
+#[derive(serde::Serialize)]
+struct JsonRow<'a> {
+    function: &'a str,
+    calls: u64,
+    self_instructions: u64,
+    self_percent: f64,
+    total_instructions: u64,
+    total_percent: f64,
+    self_cycles: Option<u64>,
+    total_cycles: Option<u64>,
 }
 
 /// A CSV field (RFC 4180): quoted when it holds a comma, a quote or a
