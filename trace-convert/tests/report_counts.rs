@@ -353,3 +353,41 @@ fn example_report_is_sorted_and_aligned() {
     sorted.sort_unstable();
     assert_eq!(names, sorted);
 }
+
+/// A four-core capture: one decoding thread or two give the same report,
+/// and its self counts add up to the instructions of every core.
+#[test]
+fn tc2_report_is_the_same_on_one_thread_or_two() {
+    let Some(dir) = test_support::opencsd_dir() else {
+        return;
+    };
+    let tc2 = dir.join("TC2");
+    let run = |jobs: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_trace-convert"))
+            .env("TRACE_CONVERT_JOBS", jobs)
+            .args(["report", "--format", "json", "--no-progress"])
+            .arg(&tc2)
+            .output()
+            .expect("run trace-convert");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        (String::from_utf8(out.stdout).expect("UTF-8"), err)
+    };
+    let (one, err) = run("1");
+    let (two, _) = run("2");
+    assert_eq!(one, two);
+    let rows = report_rows(&one);
+    // The summary's instructions per trace ID, added up.
+    let decoded: u64 = err
+        .lines()
+        .filter(|l| l.contains(": ID 0x"))
+        .filter_map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let i = words.iter().position(|w| *w == "instructions")?;
+            words.get(i.checked_sub(1)?)?.parse::<u64>().ok()
+        })
+        .sum();
+    let own: u64 = rows.values().map(|r| r.self_instructions).sum();
+    assert!(decoded > 0, "{err}");
+    assert_eq!(own, decoded);
+}

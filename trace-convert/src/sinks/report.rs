@@ -13,6 +13,9 @@
 pub mod table;
 pub mod write;
 
+#[cfg(test)]
+mod tests;
+
 use self::table::ReportTable;
 use self::write::Report;
 use crate::sinks::{EventCtx, Flow, NoParts, Output, RunInfo, Sink};

@@ -240,3 +240,53 @@ fn instance(dwarf: &ProfileDwarf, addr: u32) -> Result<Instance, Missing> {
         },
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loc(offset: u32, discriminator: u32) -> Loc {
+        Loc {
+            offset,
+            discriminator,
+        }
+    }
+
+    /// The layout of LLVM's text sample profile: `name:total:head`, body
+    /// lines one space in, `offset.discriminator` when the discriminator
+    /// is not 0, call targets most first, inlined calls with their total
+    /// and their lines one level deeper; totals include inlined code.
+    #[test]
+    fn written_as_llvm_reads_it() {
+        let mut inner = FunctionProfile::default();
+        inner.body.insert(loc(1, 0), 30);
+        inner.body.insert(loc(2, 0), 10);
+        let mut main = FunctionProfile {
+            head: 1,
+            ..FunctionProfile::default()
+        };
+        main.body.insert(loc(0, 0), 1);
+        main.body.insert(loc(3, 2), 50);
+        let calls = main.calls.entry(loc(3, 2)).or_default();
+        calls.insert("bar".to_owned(), 5);
+        calls.insert("foo".to_owned(), 45);
+        main.inlined.insert((loc(4, 0), "helper".to_owned()), inner);
+        let mut small = FunctionProfile {
+            head: 7,
+            ..FunctionProfile::default()
+        };
+        small.body.insert(loc(1, 0), 7);
+        let profile = Profile {
+            functions: [("main".to_owned(), main), ("small".to_owned(), small)]
+                .into_iter()
+                .collect(),
+            left_out: LeftOut::default(),
+        };
+        let mut out = Vec::new();
+        profile.write(&mut out).expect("write");
+        assert_eq!(
+            String::from_utf8(out).expect("UTF-8"),
+            "main:91:1\n 0: 1\n 3.2: 50 foo:45 bar:5\n 4: helper:40\n  1: 30\n  2: 10\nsmall:7:7\n 1: 7\n"
+        );
+    }
+}
