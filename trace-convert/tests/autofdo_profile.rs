@@ -440,3 +440,99 @@ fn llvm_profdata_reads_the_profile_back_unchanged() {
         assert!(text.contains(&line), "{line} in\n{text}");
     }
 }
+
+/// clang, or `None` (after saying why) when no clang is installed and
+/// `CI` is not set.
+fn clang() -> Option<String> {
+    let names =
+        std::iter::once("clang".to_owned()).chain((14..=21).rev().map(|v| format!("clang-{v}")));
+    for name in names {
+        if Command::new(&name)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            return Some(name);
+        }
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "clang is not installed and CI is set (Debian package `clang`)"
+    );
+    eprintln!("skipping: clang not installed (Debian package `clang`)");
+    None
+}
+
+/// clang compiles the example's source with the profile of the traced
+/// (GCC-built) example, as docs/report.md shows: every function the
+/// profile names gets an entry count from it (head samples + 1, or less
+/// where clang's sample loader promoted and inlined indirect calls the
+/// profile's call targets name), the others none, and branches get
+/// weights.
+#[test]
+fn clang_reads_the_profile_into_the_program() {
+    let Some(clang) = clang() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let profile = example_profile(tmp.path());
+    let profiled = parse_profile(&std::fs::read_to_string(&profile).expect("profile"));
+    let ir = tmp.path().join("example.ll");
+    let out = Command::new(&clang)
+        .current_dir(test_support::repo_root().join("corpus"))
+        .args([
+            "--target=armv7a-none-eabi",
+            "-mthumb",
+            "-O2",
+            "-g",
+            "-ffreestanding",
+        ])
+        .arg(format!("-fprofile-sample-use={}", profile.display()))
+        .args(["-S", "-emit-llvm", "-o"])
+        .arg(&ir)
+        .arg("src/example.c")
+        .output()
+        .expect("run clang");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&ir).expect("IR");
+    // `!N = !{!"function_entry_count", i64 C}`
+    let counts: BTreeMap<&str, i64> = text
+        .lines()
+        .filter_map(|l| {
+            let (id, rest) = l.split_once(" = !{!\"function_entry_count\", i64 ")?;
+            Some((id, rest.trim_end_matches('}').parse().ok()?))
+        })
+        .collect();
+    let mut with_count = 0;
+    for line in text.lines().filter(|l| l.starts_with("define ")) {
+        let Some(name) = line.split('@').nth(1).and_then(|s| s.split('(').next()) else {
+            continue;
+        };
+        let count = line
+            .split("!prof ")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .and_then(|id| counts.get(id));
+        match (profiled.get(name), count) {
+            (Some(s), Some(&c)) => {
+                assert!(
+                    c >= 1 && c <= i64::try_from(s.head).unwrap_or(i64::MAX) + 1,
+                    "{name}: entry count {c}, head samples {}",
+                    s.head
+                );
+                with_count += 1;
+            }
+            (Some(_), None) => panic!("{name}: profiled, no entry count in\n{line}"),
+            (None, c) => assert!(
+                c.is_none_or(|&c| c == -1),
+                "{name}: not profiled, entry count {c:?}"
+            ),
+        }
+    }
+    assert!(with_count >= 3, "{with_count} functions with counts");
+    assert!(text.contains("!\"branch_weights\""), "branch weights");
+}
