@@ -11,6 +11,9 @@ use trace_convert::sinks::report::{ReportFormat, ReportOptions, SortKey};
 
 /// The arguments of `report`: a conversion's, and the report's own.
 #[derive(Debug, Args)]
+#[command(mut_arg("path", |a| a.help(
+    "A snapshot directory (snapshot.ini) or a capture file; none at all reports on the bundled example"
+)))]
 pub struct ReportArgs {
     #[command(flatten)]
     convert: ConvertArgs,

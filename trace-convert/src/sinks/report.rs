@@ -3,7 +3,7 @@
 //! (inlined functions too, when asked), with its calls, the instructions
 //! and cycles it ran itself (*self*: as the innermost frame) and with
 //! everything it called (*total*: while on the stack, once per
-//! recursion), sorted. See [`table`] for the counting and [`write`] for
+//! recursion), sorted. See [`table`] for the counting and [`write`](mod@write) for
 //! the forms (text, CSV, JSON; schema in `docs/report.md`).
 //!
 //! A function's self count equals the sum of the weights of the folded
