@@ -96,7 +96,15 @@ pub struct ReportTable {
     rows: Vec<Row>,
     by_func: FastMap<FuncId, usize>,
     by_name: HashMap<String, usize>,
-    threads: FastMap<ThreadKey, ThreadState>,
+    /// Each thread's index in `states`.
+    threads: FastMap<ThreadKey, usize>,
+    states: Vec<ThreadState>,
+    /// The thread of the last event and its index (most events follow
+    /// one of the same thread).
+    last: Option<(ThreadKey, usize)>,
+    /// The rows and kinds of the frames opened by an event (kept to
+    /// reuse its memory).
+    opened: Vec<(usize, FrameKind)>,
     instructions: u64,
     cycles: u64,
 }
@@ -152,7 +160,10 @@ impl ReportTable {
         }
         self.instructions += instructions;
         self.cycles += cycles;
-        let state = self.threads.entry(ctx.thread).or_default();
+        let t = self.thread(ctx.thread);
+        let Some(state) = self.states.get_mut(t) else {
+            return;
+        };
         state.count.instructions += instructions;
         state.count.cycles += cycles;
         let top = state.stack.last().copied();
@@ -170,16 +181,38 @@ impl ReportTable {
         }
     }
 
+    /// The index of `thread`'s state, made when new.
+    #[inline]
+    fn thread(&mut self, thread: ThreadKey) -> usize {
+        if let Some((k, i)) = self.last {
+            if k == thread {
+                return i;
+            }
+        }
+        let next = self.states.len();
+        let i = *self.threads.entry(thread).or_insert(next);
+        if i == next {
+            self.states.push(ThreadState::default());
+        }
+        self.last = Some((thread, i));
+        i
+    }
+
     /// Apply the frames closed and opened before an event.
     fn change(&mut self, ctx: &EventCtx<'_>) {
-        let mut opened = Vec::with_capacity(ctx.opened.len());
+        let mut opened = std::mem::take(&mut self.opened);
+        opened.clear();
         for f in ctx.opened {
             if self.shown(f) {
                 opened.push((self.row(f, ctx), f.kind));
             }
         }
         let closed = ctx.closed.iter().filter(|f| self.shown(f)).count();
-        let mut state = self.threads.remove(&ctx.thread).unwrap_or_default();
+        let t = self.thread(ctx.thread);
+        let mut state = match self.states.get_mut(t) {
+            Some(s) => std::mem::take(s),
+            None => return,
+        };
         let now = state.count;
         let mut emptied = false;
         for _ in 0..closed {
@@ -203,7 +236,7 @@ impl ReportTable {
                 }
             }
         }
-        for (i, (r, kind)) in opened.into_iter().enumerate() {
+        for (i, &(r, kind)) in opened.iter().enumerate() {
             let inferred = i == 0 && kind == FrameKind::Inferred && emptied;
             if state.stack.is_empty() && !inferred {
                 state.outer += 1;
@@ -241,13 +274,16 @@ impl ReportTable {
             on.depth += 1;
             state.stack.push(r);
         }
-        self.threads.insert(ctx.thread, state);
+        if let Some(s) = self.states.get_mut(t) {
+            *s = state;
+        }
+        self.opened = opened;
     }
 
     /// Close every frame still open (the converter closes them at the end
     /// of each thread; this only matters for a run cut short).
     pub fn close_all(&mut self) {
-        for state in self.threads.values_mut() {
+        for state in &mut self.states {
             let now = state.count;
             for (r, on) in &mut state.on {
                 if on.depth > 0 {
