@@ -8,7 +8,8 @@
 //! rows, the same against our own folded stacks with inlined frames. On
 //! the bundled example, through the command line, self and total
 //! instructions and cycles against the folded stacks written by the same
-//! run.
+//! run. One decoding thread or two give the same report (and AutoFDO
+//! profile) on a four-core capture and on a capture of several chunks.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -390,4 +391,71 @@ fn tc2_report_is_the_same_on_one_thread_or_two() {
     let own: u64 = rows.values().map(|r| r.self_instructions).sum();
     assert!(decoded > 0, "{err}");
     assert_eq!(own, decoded);
+}
+
+/// A capture of several decoding chunks: one decoding thread or two give
+/// the same report and AutoFDO profile (the converter hands both their
+/// events in capture order whatever decodes them).
+#[test]
+fn report_and_profile_are_the_same_on_one_thread_or_two() {
+    let Some(dir) = test_support::corpus_fixtures() else {
+        return;
+    };
+    let elf = dir.join("example-t.elf");
+    let flow = Flow::parse(&std::fs::read_to_string(dir.join("example-t.flow")).expect("flow"))
+        .expect("flow parses");
+    let mut mem = MemoryMap::new();
+    mem.add_elf(&elf, Space::Any).expect("ELF");
+    let opts = PtmOptions {
+        return_stack: true,
+        cycle_accurate: true,
+        ..PtmOptions::default()
+    };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let bin = tmp.path().join("ptm.bin");
+    let mut bytes = Vec::new();
+    trace_encode::write_repeated(
+        &flow.items,
+        &mem,
+        &trace_encode::Encoding::Ptm(opts),
+        3 << 20,
+        &mut bytes,
+    )
+    .expect("encode");
+    std::fs::write(&bin, &bytes).expect("write capture");
+    let run = |jobs: &str| {
+        let report = tmp.path().join(format!("report-{jobs}.json"));
+        let profile = tmp.path().join(format!("profile-{jobs}.afdo"));
+        let out = Command::new(env!("CARGO_BIN_EXE_trace-convert"))
+            .env("TRACE_CONVERT_JOBS", jobs)
+            .arg(&bin)
+            .args([
+                "--protocol",
+                "ptm",
+                "--return-stack",
+                "--cycle-accurate",
+                "--no-progress",
+            ])
+            .arg("--elf")
+            .arg(&elf)
+            .arg("--report")
+            .arg(&report)
+            .arg("--autofdo")
+            .arg(&profile)
+            .output()
+            .expect("run trace-convert");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let read = |p: &Path| std::fs::read_to_string(p).expect("output");
+        (read(&report), read(&profile))
+    };
+    let one = run("1");
+    let two = run("2");
+    assert!(report_rows(&one.0).len() >= 5);
+    assert!(one.1.lines().count() > 20);
+    assert_eq!(one.0, two.0, "report");
+    assert_eq!(one.1, two.1, "profile");
 }
