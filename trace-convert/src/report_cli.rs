@@ -69,6 +69,21 @@ pub fn run(mut args: ReportArgs) -> ExitCode {
             "report writes the report itself: give -o FILE instead of --report",
         );
     }
+    if args.output.is_none() {
+        let outputs = args.convert.outputs_mut();
+        if let Some(other) = registry::FORMATS
+            .iter()
+            .find(|f| outputs.file(f).is_some_and(|p| p.as_os_str() == "-"))
+        {
+            return fail(
+                exit::USAGE,
+                format!(
+                    "the report goes to standard output, and so would --{}: give the report -o FILE, or --{} a file",
+                    other.flag, other.flag
+                ),
+            );
+        }
+    }
     let path = args.output.take().unwrap_or_else(|| PathBuf::from("-"));
     args.convert.outputs_mut().set_file(format, path);
     args.convert.report = ReportOptions {

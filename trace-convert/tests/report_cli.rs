@@ -44,6 +44,10 @@ fn report_flag_and_misspelling_are_refused() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("did you mean `report`?"));
     let out = run(&["report".as_ref(), "--sort".as_ref(), "size".as_ref()]);
     assert_eq!(out.status.code(), Some(2));
+    // Standard output holds the report: another output may not go there.
+    let out = run(&["report".as_ref(), "--folded".as_ref(), "-".as_ref()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("-o FILE"));
 }
 
 #[test]
