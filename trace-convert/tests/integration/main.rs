@@ -4,6 +4,7 @@
 //! Filter by module as by test name, e.g. `cargo test -p trace-convert
 //! --test integration convert_golden::`.
 
+mod autofdo_profile;
 mod callstack_fast_path;
 mod cli_misuse;
 mod cli_outputs;
@@ -40,6 +41,8 @@ mod perf_container;
 mod perf_damaged;
 mod perf_linux;
 mod perf_recordings;
+mod report_cli;
+mod report_counts;
 mod snapshot;
 mod snapshot_hostile;
 mod track_names;

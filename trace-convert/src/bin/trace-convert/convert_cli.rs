@@ -21,6 +21,7 @@ use trace_convert::sinks::events_file::format::{Header, ImageInfo, SourceInfo};
 use trace_convert::sinks::folded::Weight;
 use trace_convert::sinks::lcov::coverage::LcovOptions;
 use trace_convert::sinks::registry::{self, Format, Setup, FORMATS};
+use trace_convert::sinks::report::ReportOptions;
 use trace_convert::symbols::Symbolizer;
 use trace_core::memory::MemoryImage;
 
@@ -98,6 +99,16 @@ pub struct ConvertArgs {
     /// No progress bar.
     #[arg(long)]
     no_progress: bool,
+    /// How `report` makes its table (set by that subcommand).
+    #[arg(skip)]
+    pub report: ReportOptions,
+}
+
+impl ConvertArgs {
+    /// The outputs, to add one.
+    pub fn outputs_mut(&mut self) -> &mut OutputArgs {
+        &mut self.outputs
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -270,6 +281,7 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
             test_name: None,
             conditional_instructions: args.lcov_conditionals,
         },
+        report: args.report,
     };
     let mut conv = Converter::new(&symbols, clock, options.max_depth);
     for (t, out) in targets.iter().zip(set.writers()) {
@@ -353,7 +365,7 @@ fn choose_targets(
             return Err(fail(
                 exit::USAGE,
                 format!(
-                    "`{}` is neither a subcommand (packets, decode, convert) nor an existing input (see --help)",
+                    "`{}` is neither a subcommand (packets, decode, convert, report) nor an existing input (see --help)",
                     p.display()
                 ),
             ));

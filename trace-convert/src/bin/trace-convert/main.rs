@@ -24,6 +24,7 @@ use trace_convert::sinks::listing::packets::{write_item, ListFormat};
 mod convert_cli;
 mod outputs_cli;
 mod progress_bar;
+mod report_cli;
 mod typo;
 use convert_cli::ConvertArgs;
 use outputs_cli::{listing_plan, output_failure, with_output};
@@ -92,6 +93,20 @@ enum Command {
     ///   trace-convert convert app.snapshot --elf app.elf --out-dir out
     #[command(verbatim_doc_comment)]
     Convert(ConvertArgs),
+    /// Per-function report, as `perf report`: calls, self and total
+    /// instructions (and cycles with cycle-accurate trace), sorted.
+    ///
+    /// Self counts what a function ran as the innermost frame (the folded
+    /// stacks' weights), total what ran while it was on the stack.
+    /// Takes every argument of `convert`; other outputs given are written
+    /// from the same decode.
+    ///
+    /// Examples:
+    ///   trace-convert report                       (the bundled example)
+    ///   trace-convert report app.snapshot --elf app.elf --inline --sort total
+    ///   trace-convert report TC2 --format csv -o tc2.csv
+    #[command(verbatim_doc_comment)]
+    Report(report_cli::ReportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -553,10 +568,11 @@ fn main() -> ExitCode {
     if let Err(e) = trace_convert::output::remove_temporaries_on_signal() {
         eprintln!("trace-convert: note: signals will not remove temporary files: {e}");
     }
-    match &cli.command {
-        Some(Command::Packets(args)) => run_packets(args),
-        Some(Command::Decode(args)) => run_decode(args),
-        Some(Command::Convert(args)) => convert_cli::run(args),
+    match cli.command {
+        Some(Command::Packets(args)) => run_packets(&args),
+        Some(Command::Decode(args)) => run_decode(&args),
+        Some(Command::Convert(args)) => convert_cli::run(&args),
+        Some(Command::Report(args)) => report_cli::run(args),
         None => convert_cli::run(&cli.convert),
     }
 }

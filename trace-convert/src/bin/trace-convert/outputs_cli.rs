@@ -79,6 +79,18 @@ impl OutputArgs {
         self.files.get(i)?.as_deref()
     }
 
+    /// Write `format` to `path` (in place of any file given for it).
+    pub fn set_file(&mut self, format: &Format, path: PathBuf) {
+        if let Some(i) = FORMATS.iter().position(|f| f == format) {
+            if self.files.len() < FORMATS.len() {
+                self.files.resize(FORMATS.len(), None);
+            }
+            if let Some(slot) = self.files.get_mut(i) {
+                *slot = Some(path);
+            }
+        }
+    }
+
     /// The folder given with `--out-dir`.
     pub fn out_dir(&self) -> Option<&Path> {
         self.out_dir.as_deref()

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 /// The subcommands, for suggestions.
-const SUBCOMMANDS: [&str; 3] = ["packets", "decode", "convert"];
+const SUBCOMMANDS: [&str; 4] = ["packets", "decode", "convert", "report"];
 
 /// The subcommand `word` is most likely a misspelling of: the nearest one
 /// within 2 edits, when `word` is not itself a subcommand, an option or an
