@@ -18,8 +18,10 @@
 //!   emulator on the committed ELFs and compares.
 //! - `gen-example`: encode the corpus program `example` into the bundled
 //!   example snapshot that `trace-convert` decodes without arguments.
+//! - `assets [DIR]`: `trace-convert`'s shell completions and man pages.
 
 mod align;
+mod assets;
 mod bench;
 mod conformance;
 mod conformance_decode;
@@ -60,10 +62,11 @@ fn main() -> ExitCode {
         Some("gen-corpus") => corpus::generate().and_then(|()| example::generate()),
         Some("gen-example") => example::generate(),
         Some("check-corpus") => corpus::check(&args[1..]),
+        Some("assets") => assets::run(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask <ci | conformance [--decode] [--verbose] | no-std | bench [--size-mb N] [--opencsd-mb N] \
-                 | gen-corpus | gen-example | check-corpus [--qemu]>"
+                 | gen-corpus | gen-example | check-corpus [--qemu] | assets [DIR]>"
             );
             return ExitCode::from(2);
         }

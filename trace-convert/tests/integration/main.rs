@@ -6,6 +6,7 @@
 
 mod autofdo_profile;
 mod callstack_fast_path;
+mod cli_assets;
 mod cli_misuse;
 mod cli_outputs;
 mod common_addr2line;

@@ -21,6 +21,7 @@ use trace_convert::plural::plural;
 use trace_convert::sinks::listing::events::{write_event, EventFormat};
 use trace_convert::sinks::listing::packets::{write_item, ListFormat};
 
+mod assets_cli;
 mod convert_cli;
 mod outputs_cli;
 mod progress_bar;
@@ -107,6 +108,9 @@ enum Command {
     ///   trace-convert report TC2 --format csv -o tc2.csv
     #[command(verbatim_doc_comment)]
     Report(report_cli::ReportArgs),
+    /// Shell completions and man pages (`cargo xtask assets` runs it).
+    #[command(hide = true)]
+    Assets(assets_cli::AssetsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -573,6 +577,7 @@ fn main() -> ExitCode {
         Some(Command::Decode(args)) => run_decode(&args),
         Some(Command::Convert(args)) => convert_cli::run(&args),
         Some(Command::Report(args)) => report_cli::run(args),
+        Some(Command::Assets(args)) => assets_cli::run(&args),
         None => convert_cli::run(&cli.convert),
     }
 }
