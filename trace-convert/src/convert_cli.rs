@@ -44,6 +44,11 @@ pub struct ConvertArgs {
     /// --mem code.bin@0x80000000
     #[arg(long = "mem", value_name = "FILE@ADDRESS")]
     mem: Vec<MemArg>,
+    /// Function names from a kernel symbol list, /proc/kallsyms or
+    /// System.map (`ADDRESS TYPE NAME [MODULE]`), for code without an ELF
+    /// file (repeatable). Example: --kallsyms System.map
+    #[arg(long = "kallsyms", value_name = "FILE")]
+    kallsyms: Vec<PathBuf>,
     #[command(flatten)]
     outputs: OutputArgs,
     /// Convert events saved by --save-events instead of decoding a
@@ -309,6 +314,7 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
         .iter()
         .chain(&elves)
         .chain(args.mem.iter().map(|m| &m.path))
+        .chain(&args.kallsyms)
         .chain(&args.from_events)
         .map(PathBuf::as_path);
     if let Err(e) = plan.check_inputs(named) {
@@ -328,15 +334,20 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
             return fail(exit::INPUT, e);
         }
     }
+    for k in &args.kallsyms {
+        if let Err(e) = symbols.add_kallsyms(k) {
+            return fail(exit::INPUT, e);
+        }
+    }
     symbols.set_inline_scopes(!args.no_inline);
     for p in symbols.dwarf_problems() {
         eprintln!("trace-convert: warning: DWARF section not readable: {p}: that file gives no source lines");
     }
     if symbols.is_empty() {
         eprintln!(
-            "trace-convert: note: no ELF file given (--elf): functions are named by address (0x...)"
+            "trace-convert: note: no ELF file given (--elf, or --kallsyms for a kernel): functions are named by address (0x...)"
         );
-    } else if !symbols.has_lines() {
+    } else if !symbols.has_lines() && !elves.is_empty() {
         eprintln!("trace-convert: note: the ELF files have no DWARF line information");
     }
     if let Some(flag) = needing(|n| n.lines) {
