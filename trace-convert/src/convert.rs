@@ -22,6 +22,7 @@
 //! ```
 
 mod parts;
+mod windowed;
 
 use crate::callstack::{CallStacks, StackStats};
 use crate::clock::{ClockInfo, ClockKind, Clocks};
@@ -244,6 +245,9 @@ pub struct ConvertReport {
     pub ids: BTreeMap<u8, IdReport>,
     /// Call-stack reconstruction counters.
     pub stacks: StackStats,
+    /// What the window handed on and left out, when there was one
+    /// ([`Converter::set_window`]).
+    pub window: Option<crate::window::WindowCounts>,
     /// Whether call stacks were built: not when every sink takes plain
     /// events only (LCOV, saved events), which need neither stacks nor a
     /// clock.
@@ -283,6 +287,9 @@ pub struct Converter<'a> {
     began: bool,
     /// Per trace ID: its counters and the offset of its last event.
     ids: Box<[Lane; 256]>,
+    /// The events handed on, when only some are
+    /// ([`set_window`](Self::set_window)).
+    window: Option<crate::window::Window>,
 }
 
 /// What a [`Converter`] keeps of one trace ID: its counters (those without
@@ -357,7 +364,18 @@ impl<'a> Converter<'a> {
             },
             began: false,
             ids: Box::new(std::array::from_fn(|_| Lane::default())),
+            window: None,
         }
+    }
+
+    /// Hand the sinks only the events in `window` (see
+    /// [`crate::window`]); before the first event. Every event then goes
+    /// through the call stacks and the clock, and no sink's work is done
+    /// on the decoding threads.
+    pub fn set_window(&mut self, window: crate::window::Window) {
+        self.window = Some(window);
+        self.given();
+        self.report.stacks_built = true;
     }
 
     /// Add a sink: any [`Sink`](crate::sinks::Sink), boxed.
@@ -367,13 +385,15 @@ impl<'a> Converter<'a> {
         self.sinks.push(sink);
         self.given();
         // Stacks are built for a sink that is given them, or for the
-        // report when there is no sink at all.
-        self.report.stacks_built = self.interests.iter().any(|i| i.needs_stacks());
+        // report when there is no sink at all, or for a window.
+        self.report.stacks_built =
+            self.interests.iter().any(|i| i.needs_stacks()) || self.window.is_some();
     }
 
     /// Set what the sinks as a whole are given, from their interests.
     fn given(&mut self) {
-        self.every = self.interests.contains(&Interest::Every);
+        // A window looks at every event.
+        self.every = self.interests.contains(&Interest::Every) || self.window.is_some();
         self.batching = self.interests.contains(&Interest::EventsOnly);
     }
 
@@ -571,6 +591,10 @@ impl<'a> Converter<'a> {
         events: &[Event],
         memory: impl MemoryOf<'m>,
     ) -> io::Result<()> {
+        if self.window.is_some() {
+            // The window hands on the events it keeps one by one.
+            return self.take_each(events.iter(), memory, true);
+        }
         self.take_each(events.iter(), memory, false)?;
         if self.batching {
             self.flush()?;
@@ -601,7 +625,8 @@ impl<'a> Converter<'a> {
     /// [`batch`](Self::batch) `e` if `batch`.
     #[inline(always)]
     fn batch_if(&mut self, batch: bool, e: &Event) -> io::Result<()> {
-        if batch {
+        // With a window, the events it keeps are batched as handed on.
+        if batch && self.window.is_none() {
             self.batch(e)
         } else {
             Ok(())
@@ -683,7 +708,24 @@ impl<'a> Converter<'a> {
         Ok(())
     }
 
+    #[inline]
     fn dispatch(
+        &mut self,
+        e: &Event,
+        thread: ThreadKey,
+        span: crate::clock::Span,
+        memory: Option<&dyn MemoryImage>,
+        changed: bool,
+    ) -> io::Result<()> {
+        if self.window.is_some() {
+            return self.dispatch_windowed(e, thread, span, memory, changed);
+        }
+        self.dispatch_plain(e, thread, span, memory, changed)
+    }
+
+    /// Hand `e` of `thread` to the sinks that want it, with the stack
+    /// changes the call stacks just made.
+    fn dispatch_plain(
         &mut self,
         e: &Event,
         thread: ThreadKey,
@@ -766,6 +808,7 @@ impl<'a> Converter<'a> {
             s.finish(&self.info).map_err(|e| annotate(s.name(), e))?;
         }
         self.report.stacks = self.stacks.stats();
+        self.report.window = self.window.as_ref().map(crate::window::Window::counts);
         self.report.ids = (0u8..=255)
             .zip(self.ids.iter_mut().map(|l| std::mem::take(&mut l.report)))
             .filter(|(_, r)| r.events > 0)

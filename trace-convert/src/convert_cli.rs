@@ -51,6 +51,8 @@ pub struct ConvertArgs {
     kallsyms: Vec<PathBuf>,
     #[command(flatten)]
     outputs: OutputArgs,
+    #[command(flatten)]
+    window: crate::window_cli::WindowArgs,
     /// Convert events saved by --save-events instead of decoding a
     /// capture. Example: --from-events run.events --folded app.folded
     #[arg(long, value_name = "FILE", conflicts_with = "path")]
@@ -393,7 +395,10 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
     };
     let input = match &path {
         Some(p) => match input::resolve(p, &args.source.flags()) {
-            Ok(i) => Some(i),
+            Ok(mut i) => match args.source.keep_ids(&mut i) {
+                Ok(()) => Some(i),
+                Err(e) => return fail(exit::CONFIG, e),
+            },
             Err(e) => return fail(input_code(&e), e),
         },
         None => None,
@@ -428,6 +433,15 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
         (None, None) => options.clock_for_etmcr(&[]),
     };
     eprintln!("trace-convert: {}", clock.describe());
+    let window = args.window.spec(&args.source.trace_id);
+    let window = if window.is_everything() {
+        None
+    } else {
+        match window.on(&clock) {
+            Ok(w) => Some(w),
+            Err(e) => return fail(exit::USAGE, e),
+        }
+    };
     // What the sinks read, read before any output is created.
     let code = if needing(|n| n.code).is_some() {
         let first = input
@@ -474,6 +488,9 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
         },
     };
     let mut conv = Converter::new(&symbols, clock, options.max_depth);
+    if let Some(w) = window {
+        conv.set_window(w);
+    }
     for (t, out) in targets.iter().zip(set.writers()) {
         match (t.format.open)(out, &setup) {
             Ok(sink) => conv.add_sink(sink),
@@ -605,6 +622,19 @@ fn print_summary(r: &ConvertReport) {
         eprintln!("{line}");
         for line in c.mismatches.lines(*id) {
             eprintln!("trace-convert: {line}");
+        }
+    }
+    if let Some(w) = r.window {
+        eprintln!(
+            "trace-convert: window: {} of {} handed to the outputs ({} in ranges)",
+            plural(w.shown, "event"),
+            w.shown + w.hidden,
+            plural(w.instructions, "instruction")
+        );
+        if w.shown == 0 {
+            eprintln!(
+                "trace-convert: warning: the window holds no event: check --since, --until, --function and --trace-id against the summary above"
+            );
         }
     }
     if r.stacks_built {

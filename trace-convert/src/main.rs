@@ -15,6 +15,7 @@ use trace_convert::sinks::listing::packets::{write_item, ListFormat};
 mod convert_cli;
 mod outputs_cli;
 mod typo;
+mod window_cli;
 use convert_cli::ConvertArgs;
 use outputs_cli::{input_files, listing_plan, output_failure, with_output};
 
@@ -177,9 +178,10 @@ struct SourceArgs {
     /// Layout of a capture file.
     #[arg(long, value_enum, default_value_t = LayoutArg::Raw)]
     layout: LayoutArg,
-    /// Trace ID: reported for a raw capture, or the only ID decoded.
+    /// Trace ID: reported for a raw capture, or the IDs decoded
+    /// (repeatable).
     #[arg(long, value_name = "ID", value_parser = parse_u8)]
-    trace_id: Option<u8>,
+    trace_id: Vec<u8>,
     /// ETMCR register value, e.g. 0x10001000.
     #[arg(long, value_name = "VALUE", value_parser = parse_u32)]
     etmcr: Option<u32>,
@@ -246,6 +248,11 @@ impl InputArgs {
 }
 
 impl SourceArgs {
+    /// Keep the sources of `input` that `--trace-id` names.
+    fn keep_ids(&self, input: &mut input::Input) -> Result<(), String> {
+        window_cli::keep_ids(input, &self.trace_id)
+    }
+
     fn flags(&self) -> SourceFlags {
         let on = |b: bool| b.then_some(true);
         SourceFlags {
@@ -258,7 +265,11 @@ impl SourceArgs {
                 LayoutArg::Frames => Layout::Frames,
                 LayoutArg::Tpiu => Layout::Tpiu,
             },
-            trace_id: self.trace_id,
+            // One ID the input keeps itself; several, see `keep_ids`.
+            trace_id: match self.trace_id.as_slice() {
+                [id] => Some(*id),
+                _ => None,
+            },
             etmcr: self.etmcr,
             etmccer: self.etmccer,
             etmidr: self.etmidr,
@@ -354,10 +365,13 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let input = match input::resolve(&args.input.path, &args.input.flags()) {
+    let mut input = match input::resolve(&args.input.path, &args.input.flags()) {
         Ok(i) => i,
         Err(e) => return fail(input_code(&e), e),
     };
+    if let Err(e) = args.input.source.keep_ids(&mut input) {
+        return fail(exit::CONFIG, e);
+    }
     print_notes(&input);
     if let Err(e) = plan.check_inputs(input_files(&input).iter().map(PathBuf::as_path)) {
         return output_failure(&e);
@@ -372,9 +386,13 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
                 eprintln!("trace-convert: {name}: not decoded: {why}");
             }
             // With --trace-id, the bytes of the other IDs are not listed.
-            let only = args.input.source.trace_id;
-            let summary = packets::read_capture(capture, |item| match (item, only) {
-                (trace_core::demux::Item::Unconfigured { run }, Some(id)) if run.id != id => Ok(()),
+            let only = &args.input.source.trace_id;
+            let summary = packets::read_capture(capture, |item| match item {
+                trace_core::demux::Item::Unconfigured { run }
+                    if !only.is_empty() && !only.contains(&run.id) =>
+                {
+                    Ok(())
+                }
                 _ => write_item(out, format, item),
             })
             .map_err(read_failure)?;
@@ -419,10 +437,13 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let input = match input::resolve(&args.input.path, &args.input.flags()) {
+    let mut input = match input::resolve(&args.input.path, &args.input.flags()) {
         Ok(i) => i,
         Err(e) => return fail(input_code(&e), e),
     };
+    if let Err(e) = args.input.source.keep_ids(&mut input) {
+        return fail(exit::CONFIG, e);
+    }
     print_notes(&input);
     if let Err(e) = plan.check_inputs(input_files(&input).iter().map(PathBuf::as_path)) {
         return output_failure(&e);
@@ -462,7 +483,7 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
             for (name, why) in &capture.skipped {
                 eprintln!("trace-convert: {name}: not decoded: {why}");
             }
-            let only = args.input.source.trace_id;
+            let only = &args.input.source.trace_id;
             let by_id: HashMap<u8, Arc<dyn MemoryImage>> = capture
                 .sources
                 .iter()
@@ -480,7 +501,7 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
                     let Some(format) = format else {
                         return Ok(());
                     };
-                    if only.is_some_and(|id| id != e.id) {
+                    if !only.is_empty() && !only.contains(&e.id) {
                         return Ok(());
                     }
                     let mem = args

@@ -5,7 +5,7 @@
 //! ```text
 //! c0008000 T stext
 //! c0008060 t __create_page_tables
-//! bf000000 t ext4_init_fs	[ext4]
+//! bf000000 t ext4_init_fs [ext4]
 //! ```
 //!
 //! an address in hex, a type letter as `nm` prints it and the name, and
@@ -182,23 +182,23 @@ bf000010 W weak_fn\t[ext4]
 
     #[test]
     fn other_formats_are_refused_with_the_line() {
-        let e = parse("c0008000 T stext\nthis is not a map line at all\n").unwrap_err();
+        let e = parse("c0008000 T stext\nthis is not a map line at all\n").expect_err("refused");
         assert!(matches!(e, KallsymsError::BadLine { line: 2, .. }), "{e:?}");
         assert!(matches!(
-            parse("zz T name").unwrap_err(),
+            parse("zz T name").expect_err("refused"),
             KallsymsError::BadLine { line: 1, .. }
         ));
         assert!(matches!(
-            parse("c0008000 Tx name").unwrap_err(),
+            parse("c0008000 Tx name").expect_err("refused"),
             KallsymsError::BadLine { .. }
         ));
         assert!(matches!(
-            parse("c0008000 T name extra").unwrap_err(),
+            parse("c0008000 T name extra").expect_err("refused"),
             KallsymsError::BadLine { .. }
         ));
         // An ELF file given by mistake is not a list either.
         assert!(matches!(
-            parse("\u{7f}ELF\u{1}\u{1}\u{1}").unwrap_err(),
+            parse("\u{7f}ELF\u{1}\u{1}\u{1}").expect_err("refused"),
             KallsymsError::BadLine { .. }
         ));
     }
@@ -206,14 +206,14 @@ bf000010 W weak_fn\t[ext4]
     #[test]
     fn hidden_addresses_and_data_only_lists_are_errors() {
         assert_eq!(
-            parse("00000000 T stext\n00000000 t x\n").unwrap_err(),
+            parse("00000000 T stext\n00000000 t x\n").expect_err("refused"),
             KallsymsError::Hidden
         );
         assert_eq!(
-            parse("c0000000 D data\n").unwrap_err(),
+            parse("c0000000 D data\n").expect_err("refused"),
             KallsymsError::NoFunctions
         );
-        assert_eq!(parse("").unwrap_err(), KallsymsError::NoFunctions);
+        assert_eq!(parse("").expect_err("refused"), KallsymsError::NoFunctions);
     }
 
     #[test]
