@@ -48,6 +48,7 @@
 //! [`EventKind::EndOfTrace`]: trace_core::event::EventKind::EndOfTrace
 
 pub mod chrome;
+pub mod coalesce;
 pub mod events_file;
 pub mod folded;
 pub mod lcov;

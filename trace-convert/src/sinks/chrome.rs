@@ -15,12 +15,17 @@
 //!   shows it, at the return; the folded stacks put it under what ran
 //!   before, see [`crate::sinks::folded`].
 //! - Exceptions, trace gaps, trace-on, memory-not-accessible addresses
-//!   are thread-scoped instant events (`i`).
+//!   are thread-scoped instant events (`i`). Identical instants of a
+//!   thread while its stack does not change are one instant at the time of
+//!   the first, with `args` `count` (how many) and `last_ts` (the time of
+//!   the last) when there are several (see [`super::coalesce`]).
 //! - `ts` is in microseconds from the start of the trace (fractional,
 //!   three decimals: nanoseconds).
 //!
 //! [`FrameKind`]: crate::callstack::FrameKind
 
+use super::coalesce::{Held, Instants};
+use crate::clock::ClockInfo;
 use crate::fast_map::FastMap;
 use crate::sinks::{EventCtx, Flow, Interest, NoParts, Output, RunInfo, Sink, ThreadKey};
 use std::io;
@@ -34,6 +39,8 @@ pub struct ChromeSink<W: Output> {
     pids: FastMap<Option<u32>, u64>,
     known: FastMap<ThreadKey, (u64, u64)>,
     names: FastMap<u8, String>,
+    /// Instants held until their thread's stack changes.
+    instants: Instants,
 }
 
 impl<W: Output> ChromeSink<W> {
@@ -45,7 +52,43 @@ impl<W: Output> ChromeSink<W> {
             pids: FastMap::default(),
             known: FastMap::default(),
             names: FastMap::default(),
+            instants: Instants::default(),
         }
+    }
+
+    /// Write the instants `thread` holds.
+    fn write_held(&mut self, thread: ThreadKey, clock: &ClockInfo) -> io::Result<()> {
+        let held = self.instants.take(thread);
+        self.write_run(thread, held, clock)
+    }
+
+    /// Write `held`, instants of `thread`.
+    fn write_run(
+        &mut self,
+        thread: ThreadKey,
+        held: Vec<Held>,
+        clock: &ClockInfo,
+    ) -> io::Result<()> {
+        let (pid, tid) = self.ids(thread)?;
+        for h in held {
+            self.sep()?;
+            let ts = clock.micros(h.time);
+            write!(
+                self.out,
+                r#"{{"ph":"i","s":"t","pid":{pid},"tid":{tid},"ts":{ts:.3},"name":{}"#,
+                json_str(&h.name)
+            )?;
+            if h.count > 1 {
+                write!(
+                    self.out,
+                    r#","args":{{"count":{},"last_ts":{:.3}}}"#,
+                    h.count,
+                    clock.micros(h.last)
+                )?;
+            }
+            self.out.write_all(b"}")?;
+        }
+        Ok(())
     }
 
     fn sep(&mut self) -> io::Result<()> {
@@ -131,10 +174,24 @@ impl<W: Output> Sink for ChromeSink<W> {
     }
 
     fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<Flow> {
-        if !Interest::StackChanges.wants(event, !ctx.closed.is_empty() || !ctx.opened.is_empty()) {
+        let changed = !ctx.closed.is_empty() || !ctx.opened.is_empty();
+        if !Interest::StackChanges.wants(event, changed) {
             return Ok(Flow::Continue);
         }
         let (pid, tid) = self.ids(ctx.thread)?;
+        let name = instant_name(event);
+        if !changed {
+            // Held while the stack stays as it is.
+            if let Some(name) = name {
+                if self.instants.push(ctx.thread, ctx.time, name) {
+                    self.write_held(ctx.thread, ctx.clock)?;
+                }
+            }
+            return Ok(Flow::Continue);
+        }
+        if self.instants.holds(ctx.thread) {
+            self.write_held(ctx.thread, ctx.clock)?;
+        }
         let ts = ctx.clock.micros(ctx.time);
         for _ in ctx.closed {
             self.sep()?;
@@ -143,33 +200,8 @@ impl<W: Output> Sink for ChromeSink<W> {
                 r#"{{"ph":"E","pid":{pid},"tid":{tid},"ts":{ts:.3}}}"#
             )?;
         }
-        match event.kind {
-            EventKind::Exception { number, ret } => {
-                let name = match ret {
-                    Some(r) => format!("exception {number} (returns to {r:#010x})"),
-                    None => format!("exception {number}"),
-                };
-                self.instant(pid, tid, ts, &name)?;
-            }
-            EventKind::Gap(reason) => {
-                let name = match reason.addr() {
-                    Some(a) => format!("trace gap: {} at {a:#010x}", reason.name()),
-                    None => format!("trace gap: {}", reason.name()),
-                };
-                self.instant(pid, tid, ts, &name)?;
-            }
-            EventKind::TraceOn { reason, .. } => {
-                self.instant(pid, tid, ts, &format!("trace on: {}", reason.name()))?;
-            }
-            EventKind::AddrNacc { addr } => {
-                self.instant(
-                    pid,
-                    tid,
-                    ts,
-                    &format!("memory not accessible: {addr:#010x}"),
-                )?;
-            }
-            _ => {}
+        if let Some(name) = name {
+            self.instant(pid, tid, ts, &name)?;
         }
         for f in ctx.opened {
             self.sep()?;
@@ -184,8 +216,29 @@ impl<W: Output> Sink for ChromeSink<W> {
         Ok(Flow::Continue)
     }
 
-    fn finish(&mut self, _info: &RunInfo) -> io::Result<()> {
+    fn finish(&mut self, info: &RunInfo) -> io::Result<()> {
+        for (thread, held) in self.instants.take_all() {
+            self.write_run(thread, held, &info.clock)?;
+        }
         self.out.write_all(b"\n]}\n")?;
         self.out.complete()
+    }
+}
+
+/// What the timeline marks for `event`, if it is an instant: the
+/// exception, gap, trace-on or memory-not-accessible address.
+pub(crate) fn instant_name(event: &Event) -> Option<String> {
+    match event.kind {
+        EventKind::Exception { number, ret } => Some(match ret {
+            Some(r) => format!("exception {number} (returns to {r:#010x})"),
+            None => format!("exception {number}"),
+        }),
+        EventKind::Gap(reason) => Some(match reason.addr() {
+            Some(a) => format!("trace gap: {} at {a:#010x}", reason.name()),
+            None => format!("trace gap: {}", reason.name()),
+        }),
+        EventKind::TraceOn { reason, .. } => Some(format!("trace on: {}", reason.name())),
+        EventKind::AddrNacc { addr } => Some(format!("memory not accessible: {addr:#010x}")),
+        _ => None,
     }
 }
