@@ -47,8 +47,11 @@ const BATCH: usize = 256;
 /// Which clock to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ClockChoice {
-    /// Cycles when every source is cycle-accurate, else timestamps when
-    /// every source has them, else instructions.
+    /// Timestamps when there are several sources and every one has them
+    /// (every core on one axis, resolved by cycle counts when the sources
+    /// are cycle-accurate); else cycles when every source is
+    /// cycle-accurate, else timestamps when every source has them, else
+    /// instructions.
     #[default]
     Auto,
     /// This one.
@@ -92,7 +95,10 @@ impl ConvertOptions {
             ClockChoice::Fixed(k) => k,
             ClockChoice::Auto if etmcrs.is_empty() => ClockKind::Instructions,
             ClockChoice::Auto => {
-                if etmcrs.iter().all(|r| r & ETMCR_CYCLE_ACCURATE != 0) {
+                // Several cores line up on timestamps, not on cycles.
+                if etmcrs.len() > 1 && etmcrs.iter().all(|r| r & ETMCR_TIMESTAMPS != 0) {
+                    ClockKind::Timestamps
+                } else if etmcrs.iter().all(|r| r & ETMCR_CYCLE_ACCURATE != 0) {
                     ClockKind::Cycles
                 } else if etmcrs.iter().all(|r| r & ETMCR_TIMESTAMPS != 0) {
                     ClockKind::Timestamps
@@ -106,6 +112,12 @@ impl ConvertOptions {
             ClockKind::Timestamps => self.timestamp_hz,
             ClockKind::Instructions => None,
         };
+        // Timestamps of cycle-accurate sources are resolved by the cycles.
+        let cycle_accurate =
+            !etmcrs.is_empty() && etmcrs.iter().all(|r| r & ETMCR_CYCLE_ACCURATE != 0);
+        if kind == ClockKind::Timestamps && cycle_accurate {
+            return ClockInfo::timestamps_by_cycles(hz);
+        }
         ClockInfo::new(kind, hz)
     }
 
@@ -333,7 +345,7 @@ impl<'a> Converter<'a> {
     /// A converter on `clock`, stacks bounded at `max_depth`, no sinks yet.
     #[must_use]
     pub fn new(symbols: &'a Symbolizer, clock: ClockInfo, max_depth: usize) -> Converter<'a> {
-        Converter {
+        let mut conv = Converter {
             symbols,
             stacks: CallStacks::new(max_depth),
             clocks: Clocks::new(clock),
@@ -365,7 +377,16 @@ impl<'a> Converter<'a> {
             began: false,
             ids: Box::new(std::array::from_fn(|_| Lane::default())),
             window: None,
+        };
+        // On a timestamp axis resolved by cycles, a core's events before
+        // its first timestamp have no place: a window of everything
+        // leaves them out.
+        if clock.by_cycles() {
+            if let Ok(w) = crate::window::WindowSpec::default().on(&clock) {
+                conv.set_window(w);
+            }
         }
+        conv
     }
 
     /// Hand the sinks only the events in `window` (see
@@ -598,7 +619,13 @@ impl<'a> Converter<'a> {
         self.take_each(events.iter(), memory, false)?;
         if self.batching {
             self.flush()?;
-            hand_batch(&mut self.sinks, &self.interests, events, &mut self.stops)?;
+            hand_batch(
+                &mut self.sinks,
+                &self.interests,
+                events,
+                &mut self.stops,
+                false,
+            )?;
             if !self.stops.is_empty() {
                 self.apply_stops()?;
             }
@@ -625,8 +652,12 @@ impl<'a> Converter<'a> {
     /// [`batch`](Self::batch) `e` if `batch`.
     #[inline(always)]
     fn batch_if(&mut self, batch: bool, e: &Event) -> io::Result<()> {
-        // With a window, the events it keeps are batched as handed on.
-        if batch && self.window.is_none() {
+        // With a window, the events it keeps are batched as handed on;
+        // the sinks it does not apply to are handed every event.
+        if self.window.is_some() {
+            return self.unwindowed(e);
+        }
+        if batch {
             self.batch(e)
         } else {
             Ok(())
@@ -653,7 +684,14 @@ impl<'a> Converter<'a> {
     /// Hand the batched events to the sinks that take batches.
     fn flush(&mut self) -> io::Result<()> {
         let batch = self.batch.get(..self.batched).unwrap_or_default();
-        hand_batch(&mut self.sinks, &self.interests, batch, &mut self.stops)?;
+        let windowed = self.window.is_some();
+        hand_batch(
+            &mut self.sinks,
+            &self.interests,
+            batch,
+            &mut self.stops,
+            windowed,
+        )?;
         self.batched = 0;
         if !self.stops.is_empty() {
             self.apply_stops()?;
@@ -852,19 +890,21 @@ fn count_range(c: &mut IdReport, r: &Range) {
     c.cycles += r.cycles.map_or(0, u64::from);
 }
 
-/// Hand `batch` to the sinks (`interests`: of each) that take batches;
-/// those that stop are noted in `stops`.
+/// Hand `batch` to the sinks (`interests`: of each) that take batches
+/// (with `windowed`, the events a window kept: only to the sinks it
+/// applies to); those that stop are noted in `stops`.
 fn hand_batch(
     sinks: &mut [Box<dyn DynSink + '_>],
     interests: &[Interest],
     batch: &[Event],
     stops: &mut Vec<usize>,
+    windowed: bool,
 ) -> io::Result<()> {
     if batch.is_empty() {
         return Ok(());
     }
     for (i, (s, interest)) in sinks.iter_mut().zip(interests).enumerate() {
-        if *interest != Interest::EventsOnly {
+        if *interest != Interest::EventsOnly || (windowed && !s.windowed()) {
             continue;
         }
         match s.events(batch) {

@@ -543,7 +543,10 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
     if let Err(e) = set.commit() {
         return output_failure(&e);
     }
-    print_summary(&report);
+    print_summary(
+        &report,
+        !args.window.spec(&args.source.trace_id).is_everything(),
+    );
     let cycles: u64 = report.ids.values().map(|r| r.cycles).sum();
     let folded = targets.iter().any(|t| t.format.flag == "folded");
     if folded && weight == Weight::Cycles && cycles == 0 {
@@ -568,7 +571,7 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn print_summary(r: &ConvertReport) {
+fn print_summary(r: &ConvertReport, windowed: bool) {
     for (path, bytes) in &r.captures {
         eprintln!(
             "trace-convert: {}: {}",
@@ -624,7 +627,16 @@ fn print_summary(r: &ConvertReport) {
             eprintln!("trace-convert: {line}");
         }
     }
-    if let Some(w) = r.window {
+    if let Some(w) = r.window.filter(|w| w.unplaced > 0) {
+        eprintln!(
+            "trace-convert: warning: {} ({}) came before their source's first timestamp: \
+             they have no place on the timestamp axis and are left out of every output \
+             (--clock cycles keeps them, each core from its own zero)",
+            plural(w.unplaced, "event"),
+            plural(w.unplaced_instructions, "instruction")
+        );
+    }
+    if let Some(w) = r.window.filter(|_| windowed) {
         eprintln!(
             "trace-convert: window: {} of {} handed to the outputs ({} in ranges)",
             plural(w.shown, "event"),

@@ -205,6 +205,7 @@ impl WindowSpec {
             ids[usize::from(*id)] = true;
         }
         Ok(Window {
+            align: clock.by_cycles(),
             since,
             until,
             ids: Box::new(ids),
@@ -226,12 +227,21 @@ pub struct WindowCounts {
     pub hidden: u64,
     /// Instructions in the ranges handed on.
     pub instructions: u64,
+    /// Of the events left out: those before their source's first
+    /// timestamp on an axis where that gives them no place (see
+    /// [`crate::clock`]), and their instructions.
+    pub unplaced: u64,
+    /// The instructions of [`unplaced`](Self::unplaced).
+    pub unplaced_instructions: u64,
 }
 
 /// A window resolved on the run's clock, with what it has handed on so
 /// far (see [`Converter::set_window`](crate::convert::Converter::set_window)).
 #[derive(Debug)]
 pub struct Window {
+    /// Events of a core not yet placed on the axis are left out (the
+    /// timestamp axis resolved by cycles).
+    align: bool,
     since: u64,
     until: u64,
     /// Per trace ID: kept.
@@ -299,15 +309,22 @@ impl Window {
 
     /// What to do with an event of `thread` starting at `time`, its stack
     /// being `stack` once the event is applied; counts the event.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn step(
         &mut self,
         thread: ThreadKey,
         time: u64,
+        placed: bool,
         stack: &[Frame],
         names: &Names,
         instructions: u64,
     ) -> Step {
-        let core = self.core_in(thread.id, time);
+        let unplaced = self.align && !placed;
+        if unplaced {
+            self.counts.unplaced += 1;
+            self.counts.unplaced_instructions += instructions;
+        }
+        let core = !unplaced && self.core_in(thread.id, time);
         let visible = core && self.function_on(stack, names);
         let shown = self.shown.contains_key(&thread);
         if visible {
@@ -474,18 +491,22 @@ mod tests {
             id: 0x11,
             context: None,
         };
-        assert_eq!(w.step(t, 50, &[], &names, 1), Step::Hide);
-        assert_eq!(w.step(t, 100, &[], &names, 1), Step::Enter);
-        assert_eq!(w.step(t, 199, &[], &names, 1), Step::Show);
-        assert_eq!(w.step(other, 150, &[], &names, 1), Step::Hide);
-        assert_eq!(w.step(t, 200, &[], &names, 1), Step::Leave { core: true });
-        assert_eq!(w.step(t, 300, &[], &names, 1), Step::Hide);
+        assert_eq!(w.step(t, 50, true, &[], &names, 1), Step::Hide);
+        assert_eq!(w.step(t, 100, true, &[], &names, 1), Step::Enter);
+        assert_eq!(w.step(t, 199, true, &[], &names, 1), Step::Show);
+        assert_eq!(w.step(other, 150, true, &[], &names, 1), Step::Hide);
+        assert_eq!(
+            w.step(t, 200, true, &[], &names, 1),
+            Step::Leave { core: true }
+        );
+        assert_eq!(w.step(t, 300, true, &[], &names, 1), Step::Hide);
         assert_eq!(
             w.counts(),
             WindowCounts {
                 shown: 2,
                 hidden: 4,
-                instructions: 2
+                instructions: 2,
+                ..WindowCounts::default()
             }
         );
     }

@@ -66,8 +66,10 @@ fn memory_not_accessible_is_one_instant_per_core_and_address() {
         "some address is reported more than once"
     );
     let json = dir.join("t.json");
+    // On cycle counts every event has a place on the timeline.
     let out = bin()
         .arg(&snap)
+        .args(["--clock", "cycles"])
         .arg("--chrome")
         .arg(&json)
         .arg("--perfetto")

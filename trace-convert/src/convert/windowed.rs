@@ -39,6 +39,7 @@ impl Converter<'_> {
         let step = window.step(
             thread,
             span.start,
+            self.clocks.placed(thread.id),
             self.stacks.stack(thread),
             self.stacks.names(),
             instructions,
@@ -174,4 +175,29 @@ fn hand(
         }
     }
     Ok(stop)
+}
+
+impl Converter<'_> {
+    /// Hand `e` to the sinks taking plain events that the window does
+    /// not apply to ([`Sink::windowed`](crate::sinks::Sink::windowed)).
+    pub(super) fn unwindowed(&mut self, e: &Event) -> io::Result<()> {
+        let mut stop = false;
+        for (i, (s, interest)) in self.sinks.iter_mut().zip(&self.interests).enumerate() {
+            if *interest != Interest::EventsOnly || s.windowed() {
+                continue;
+            }
+            match s.events(std::slice::from_ref(e)) {
+                Ok(Flow::Continue) => {}
+                Ok(Flow::Stop) => {
+                    self.stops.push(i);
+                    stop = true;
+                }
+                Err(err) => return Err(event_error(s.name(), e, &err)),
+            }
+        }
+        if stop {
+            self.apply_stops()?;
+        }
+        Ok(())
+    }
 }
