@@ -247,7 +247,7 @@ pub struct Window {
     /// Per trace ID: kept.
     ids: Box<[bool; 256]>,
     functions: Vec<String>,
-    /// Per function name (by [`FuncId`]): one of `functions` (`None`: not
+    /// Per function name (by [`FuncId`](crate::callstack::FuncId)): one of `functions` (`None`: not
     /// looked at yet).
     matching: Vec<Option<bool>>,
     /// The threads whose stacks the sinks were handed.
