@@ -351,3 +351,49 @@ fn bad_windows_are_refused_before_anything_is_written() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn listings_take_several_trace_ids() {
+    let Some(data) = test_support::opencsd_dir() else {
+        return;
+    };
+    let tc2 = data.join("TC2");
+    let lines = |args: &[&str]| -> Vec<String> {
+        let out = bin()
+            .arg("decode")
+            .args(["--format", "jsonl"])
+            .args(args)
+            .arg(&tc2)
+            .output()
+            .expect("decode");
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    let all = lines(&[]);
+    let two = lines(&["--trace-id", "0x10", "--trace-id", "0x13"]);
+    let expected: Vec<&String> = all
+        .iter()
+        .filter(|l| l.contains(r#""id":16,"#) || l.contains(r#""id":19,"#))
+        .collect();
+    assert!(!expected.is_empty() && expected.len() < all.len());
+    assert_eq!(two.iter().collect::<Vec<_>>(), expected);
+    // A raw capture holds one source.
+    let out = bin()
+        .args([
+            "decode",
+            "--protocol",
+            "ptm",
+            "--trace-id",
+            "1",
+            "--trace-id",
+            "2",
+        ])
+        .arg(data.join("tc2-ptm-rstk-t32/PTM_0_2.bin"))
+        .output()
+        .expect("decode");
+    assert_eq!(out.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("one --trace-id"));
+}
