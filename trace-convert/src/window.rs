@@ -31,7 +31,7 @@
 //! | `1.5s`, `2ms`, `10us` (`µs`), `250ns` | time, through the clock's frequency (`--cpu-hz`, `--timestamp-hz`; without one a tick is 1 ns) |
 //! | `5000cycles` (`cycle`, `cyc`) | cycle counts: the clock must be cycles |
 //! | `12000instr` (`instructions`, `insn`) | instructions: the clock must be instructions |
-//! | `300ticks` (`tick`) | ticks of whatever the clock is |
+//! | `300ticks` (`tick`) | ticks of whatever the clock is (timestamp ticks on the timestamp axis) |
 //!
 //! A space between number and unit is allowed (`"10 us"`); `0` needs no
 //! unit.
@@ -149,7 +149,8 @@ impl TimeBound {
                 let t = (s * clock.hz).round() as u64;
                 Ok(t)
             }
-            TimeBound::Count(n, None) => Ok(n),
+            // Timestamp ticks on an axis kept in finer units.
+            TimeBound::Count(n, None) => Ok(n.saturating_mul(clock.sub)),
             TimeBound::Count(n, Some(kind)) if kind == clock.kind => Ok(n),
             TimeBound::Count(_, Some(kind)) => Err(WindowError::OtherClock {
                 given: kind.name(),
@@ -427,6 +428,20 @@ mod tests {
                 given: "cycles",
                 clock: "timestamps"
             }))
+        );
+    }
+
+    #[test]
+    fn ticks_are_timestamp_ticks_on_an_axis_resolved_by_cycles() {
+        let c = ClockInfo::timestamps_by_cycles(Some(24e6));
+        assert_eq!(
+            "300ticks".parse::<TimeBound>().map(|t| t.ticks(&c)),
+            Ok(Ok(300_000))
+        );
+        // 1 µs of a 24 MHz counter: 24 ticks.
+        assert_eq!(
+            "1us".parse::<TimeBound>().map(|t| t.ticks(&c)),
+            Ok(Ok(24_000))
         );
     }
 
