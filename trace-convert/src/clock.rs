@@ -15,6 +15,21 @@
 //!   nanosecond.
 //!
 //! Each trace ID (core) has its own position on the clock.
+//!
+//! **Several cores on one axis.** Cycle counts start at each core's own
+//! zero, so the cores of a multi-core capture do not line up on them;
+//! timestamps come from one counter shared by all. When the sources are
+//! cycle-accurate *and* have timestamps, the timestamp axis is resolved by
+//! the cycle counts ([`ClockInfo::timestamps_by_cycles`]): at each
+//! timestamp a core's time is the timestamp (relative to the first one of
+//! the run), and between two it advances by its cycles, turned into
+//! timestamp ticks at the rate that core's cycles ran against the
+//! timestamps so far (the cycles between its earlier timestamps over the
+//! ticks between them; before its second timestamp one cycle counts as
+//! [`SUB_TICKS`]`⁻¹` tick). Time is kept in thousandths of a timestamp tick
+//! ([`SUB_TICKS`]) and never goes back. A core's events before its first
+//! timestamp have no place on that axis ([`Clocks::placed`]): the
+//! converter leaves them out (see [`crate::window`]).
 
 use trace_core::event::{Event, EventKind, Range};
 
@@ -52,7 +67,14 @@ pub struct ClockInfo {
     /// `hz` came from the command line (otherwise it is the 1 GHz
     /// assumption).
     pub hz_given: bool,
+    /// Ticks of the axis per timestamp tick: [`SUB_TICKS`] on a timestamp
+    /// axis resolved by cycle counts, else 1 (`hz` is then the timestamp
+    /// frequency times this).
+    pub sub: u64,
 }
+
+/// Ticks of a timestamp axis resolved by cycle counts per timestamp tick.
+pub const SUB_TICKS: u64 = 1000;
 
 impl Default for ClockInfo {
     fn default() -> ClockInfo {
@@ -60,6 +82,7 @@ impl Default for ClockInfo {
             kind: ClockKind::Instructions,
             hz: 1e9,
             hz_given: false,
+            sub: 1,
         }
     }
 }
@@ -73,7 +96,29 @@ impl ClockInfo {
             kind,
             hz: hz_ok.unwrap_or(1e9),
             hz_given: hz_ok.is_some(),
+            sub: 1,
         }
+    }
+
+    /// The timestamp axis resolved by cycle counts (see the
+    /// [module](self) docs), timestamps at `hz` ticks per second (1 GHz
+    /// when `None`): every core of a capture on one axis.
+    #[must_use]
+    pub fn timestamps_by_cycles(hz: Option<f64>) -> ClockInfo {
+        let base = ClockInfo::new(ClockKind::Timestamps, hz);
+        #[allow(clippy::cast_precision_loss)]
+        let sub = SUB_TICKS as f64;
+        ClockInfo {
+            hz: base.hz * sub,
+            sub: SUB_TICKS,
+            ..base
+        }
+    }
+
+    /// Whether the axis is timestamps resolved by cycle counts.
+    #[must_use]
+    pub fn by_cycles(&self) -> bool {
+        self.kind == ClockKind::Timestamps && self.sub > 1
     }
 
     /// Microseconds for `ticks`.
@@ -114,6 +159,21 @@ impl ClockInfo {
                 "time axis: cycle counts ({scale}{})",
                 if self.hz_given { "" } else { "; give --cpu-hz" }
             ),
+            ClockKind::Timestamps if self.by_cycles() => format!(
+                "time axis: timestamps, every core on one axis, resolved by each core's cycle counts between them ({}{})",
+                if self.hz_given {
+                    #[allow(clippy::cast_precision_loss)]
+                    let hz = self.hz / self.sub as f64;
+                    format!("at {hz} Hz")
+                } else {
+                    "one timestamp tick shown as 1 ns".to_owned()
+                },
+                if self.hz_given {
+                    ""
+                } else {
+                    "; give --timestamp-hz"
+                }
+            ),
             ClockKind::Timestamps => format!(
                 "time axis: timestamps ({scale}{})",
                 if self.hz_given {
@@ -132,6 +192,50 @@ impl ClockInfo {
 #[derive(Debug, Clone, Copy, Default)]
 struct CoreClock {
     now: u64,
+    /// A timestamp axis resolved by cycles: the core's last timestamp
+    /// (raw value) and where it put the core, the cycles since, and the
+    /// cycles and ticks between its timestamps so far.
+    placed: Option<(u64, u64)>,
+    cycles_since: u64,
+    cycles_seen: u64,
+    ticks_seen: u64,
+}
+
+impl CoreClock {
+    /// On a timestamp axis resolved by cycles: advance over `cycles`.
+    #[inline]
+    fn run_cycles(&mut self, cycles: u64) {
+        self.cycles_since = self.cycles_since.saturating_add(cycles);
+        let Some((_, at)) = self.placed else {
+            return;
+        };
+        // Sub-ticks: cycles × SUB_TICKS × ticks / cycles seen; before a
+        // rate is known, one sub-tick per cycle.
+        let step = if self.cycles_seen > 0 && self.ticks_seen > 0 {
+            let v =
+                u128::from(self.cycles_since) * u128::from(SUB_TICKS) * u128::from(self.ticks_seen)
+                    / u128::from(self.cycles_seen);
+            u64::try_from(v).unwrap_or(u64::MAX)
+        } else {
+            self.cycles_since
+        };
+        self.now = self.now.max(at.saturating_add(step));
+    }
+
+    /// On a timestamp axis resolved by cycles: a timestamp `value`, the
+    /// run's first being `first`.
+    fn timestamp(&mut self, value: u64, first: u64) {
+        if let Some((last, _)) = self.placed {
+            if value > last && self.cycles_since > 0 {
+                self.cycles_seen = self.cycles_seen.saturating_add(self.cycles_since);
+                self.ticks_seen = self.ticks_seen.saturating_add(value - last);
+            }
+        }
+        let at = value.saturating_sub(first).saturating_mul(SUB_TICKS);
+        self.now = self.now.max(at);
+        self.placed = Some((value, at));
+        self.cycles_since = 0;
+    }
 }
 
 /// The position of each core on the run's clock.
@@ -196,6 +300,16 @@ impl Clocks {
     #[inline]
     pub fn advance_range(&mut self, id: u8, r: &Range) -> Span {
         let cycles = r.cycles.map_or(0, u64::from);
+        if self.info.sub > 1 {
+            let core = &mut self.cores[usize::from(id)];
+            let start = core.now;
+            core.run_cycles(cycles);
+            return Span {
+                start,
+                end: core.now,
+                cycles,
+            };
+        }
         let step = match self.info.kind {
             ClockKind::Cycles => cycles,
             ClockKind::Instructions | ClockKind::Timestamps => u64::from(r.count),
@@ -214,6 +328,10 @@ impl Clocks {
     /// needed.
     #[inline]
     pub fn step_range(&mut self, id: u8, r: &Range) {
+        if self.info.sub > 1 {
+            self.advance_range(id, r);
+            return;
+        }
         let step = match self.info.kind {
             ClockKind::Cycles => r.cycles.map_or(0, u64::from),
             ClockKind::Instructions | ClockKind::Timestamps => u64::from(r.count),
@@ -226,6 +344,9 @@ impl Clocks {
     #[inline]
     pub fn advance(&mut self, event: &Event) -> Span {
         let cycles = cycles_of(&event.kind);
+        if self.info.sub > 1 {
+            return self.advance_by_cycles(event, cycles);
+        }
         let kind = self.info.kind;
         let core = &mut self.cores[usize::from(event.id)];
         let start = core.now;
@@ -242,6 +363,36 @@ impl Clocks {
         }
         let end = core.now;
         Span { start, end, cycles }
+    }
+
+    /// [`advance`](Self::advance) on a timestamp axis resolved by cycles.
+    fn advance_by_cycles(&mut self, event: &Event, cycles: u64) -> Span {
+        let first = match &event.kind {
+            EventKind::Timestamp { value, .. } => Some(*self.first_timestamp.get_or_insert(*value)),
+            _ => None,
+        };
+        let core = &mut self.cores[usize::from(event.id)];
+        let mut start = core.now;
+        core.run_cycles(cycles);
+        if let (EventKind::Timestamp { value, .. }, Some(first)) = (&event.kind, first) {
+            core.timestamp(*value, first);
+            // A timestamp is at the time it gives (which places the core).
+            start = core.now;
+        }
+        Span {
+            start,
+            end: core.now,
+            cycles,
+        }
+    }
+
+    /// Whether core `id` has a place on the axis: on a timestamp axis
+    /// resolved by cycles, once it has had a timestamp; always on the
+    /// other clocks.
+    #[must_use]
+    #[inline]
+    pub fn placed(&self, id: u8) -> bool {
+        self.info.sub == 1 || self.cores[usize::from(id)].placed.is_some()
     }
 }
 
@@ -316,6 +467,52 @@ mod tests {
         let mut i = Clocks::new(ClockInfo::new(ClockKind::Instructions, None));
         assert_eq!(i.advance(&range(3, Some(7))).end, 3);
         assert_eq!(i.now(2), 0, "cores are separate");
+    }
+
+    #[test]
+    fn cores_line_up_on_timestamps_resolved_by_cycles() {
+        let mut c = Clocks::new(ClockInfo::timestamps_by_cycles(None));
+        let ts = |id, v| Event {
+            offset: 0,
+            id,
+            kind: EventKind::Timestamp {
+                value: v,
+                cycles: None,
+            },
+        };
+        let on = |id, mut e: Event| {
+            e.id = id;
+            e
+        };
+        // Core 1 before its first timestamp: not placed.
+        c.advance(&on(1, range(1, Some(5))));
+        assert!(!c.placed(1));
+        c.advance(&ts(1, 1000));
+        assert!(c.placed(1));
+        assert_eq!(c.now(1), 0);
+        // No rate yet: one sub-tick per cycle.
+        c.advance(&on(1, range(2, Some(40))));
+        assert_eq!(c.now(1), 40);
+        // 100 ticks for 400 cycles: 4 cycles a tick from now on.
+        c.advance(&on(1, range(2, Some(360))));
+        c.advance(&ts(1, 1100));
+        assert_eq!(c.now(1), 100 * SUB_TICKS);
+        let s = c.advance(&on(1, range(1, Some(2))));
+        assert_eq!((s.start, s.end), (100 * SUB_TICKS, 100 * SUB_TICKS + 500));
+        // Core 2 starts later, on the same axis.
+        c.advance(&ts(2, 1050));
+        assert_eq!(c.now(2), 50 * SUB_TICKS);
+        let s = c.advance(&on(2, range(1, Some(3))));
+        assert_eq!(s.start, 50 * SUB_TICKS);
+        // Time never goes back: a timestamp behind the estimate.
+        c.advance(&on(1, range(1, Some(4000))));
+        let before = c.now(1);
+        c.advance(&ts(1, 1101));
+        assert_eq!(c.now(1), before);
+        assert!(
+            (c.info().micros(SUB_TICKS) - 0.001).abs() < 1e-12,
+            "a tick shown as 1 ns"
+        );
     }
 
     #[test]

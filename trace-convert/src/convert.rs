@@ -23,6 +23,7 @@
 //! ```
 
 mod parts;
+mod windowed;
 
 use crate::callstack::{CallStacks, StackStats};
 use crate::clock::{ClockInfo, ClockKind, Clocks};
@@ -47,8 +48,11 @@ const BATCH: usize = 256;
 /// Which clock to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ClockChoice {
-    /// Cycles when every source is cycle-accurate, else timestamps when
-    /// every source has them, else instructions.
+    /// Timestamps when there are several sources and every one has them
+    /// (every core on one axis, resolved by cycle counts when the sources
+    /// are cycle-accurate); else cycles when every source is
+    /// cycle-accurate, else timestamps when every source has them, else
+    /// instructions.
     #[default]
     Auto,
     /// This one.
@@ -92,7 +96,10 @@ impl ConvertOptions {
             ClockChoice::Fixed(k) => k,
             ClockChoice::Auto if etmcrs.is_empty() => ClockKind::Instructions,
             ClockChoice::Auto => {
-                if etmcrs.iter().all(|r| r & ETMCR_CYCLE_ACCURATE != 0) {
+                // Several cores line up on timestamps, not on cycles.
+                if etmcrs.len() > 1 && etmcrs.iter().all(|r| r & ETMCR_TIMESTAMPS != 0) {
+                    ClockKind::Timestamps
+                } else if etmcrs.iter().all(|r| r & ETMCR_CYCLE_ACCURATE != 0) {
                     ClockKind::Cycles
                 } else if etmcrs.iter().all(|r| r & ETMCR_TIMESTAMPS != 0) {
                     ClockKind::Timestamps
@@ -106,6 +113,12 @@ impl ConvertOptions {
             ClockKind::Timestamps => self.timestamp_hz,
             ClockKind::Instructions => None,
         };
+        // Timestamps of cycle-accurate sources are resolved by the cycles.
+        let cycle_accurate =
+            !etmcrs.is_empty() && etmcrs.iter().all(|r| r & ETMCR_CYCLE_ACCURATE != 0);
+        if kind == ClockKind::Timestamps && cycle_accurate {
+            return ClockInfo::timestamps_by_cycles(hz);
+        }
         ClockInfo::new(kind, hz)
     }
 
@@ -245,6 +258,9 @@ pub struct ConvertReport {
     pub ids: BTreeMap<u8, IdReport>,
     /// Call-stack reconstruction counters.
     pub stacks: StackStats,
+    /// What the window handed on and left out, when there was one
+    /// ([`Converter::set_window`]).
+    pub window: Option<crate::window::WindowCounts>,
     /// Whether call stacks were built: not when every sink takes plain
     /// events only (LCOV, saved events), which need neither stacks nor a
     /// clock.
@@ -284,6 +300,9 @@ pub struct Converter<'a> {
     began: bool,
     /// Per trace ID: its counters and the offset of its last event.
     ids: Box<[Lane; 256]>,
+    /// The events handed on, when only some are
+    /// ([`set_window`](Self::set_window)).
+    window: Option<crate::window::Window>,
 }
 
 /// What a [`Converter`] keeps of one trace ID: its counters (those without
@@ -327,7 +346,7 @@ impl<'a> Converter<'a> {
     /// A converter on `clock`, stacks bounded at `max_depth`, no sinks yet.
     #[must_use]
     pub fn new(symbols: &'a Symbolizer, clock: ClockInfo, max_depth: usize) -> Converter<'a> {
-        Converter {
+        let mut conv = Converter {
             symbols,
             stacks: CallStacks::new(max_depth),
             clocks: Clocks::new(clock),
@@ -358,7 +377,27 @@ impl<'a> Converter<'a> {
             },
             began: false,
             ids: Box::new(std::array::from_fn(|_| Lane::default())),
+            window: None,
+        };
+        // On a timestamp axis resolved by cycles, a core's events before
+        // its first timestamp have no place: a window of everything
+        // leaves them out.
+        if clock.by_cycles() {
+            if let Ok(w) = crate::window::WindowSpec::default().on(&clock) {
+                conv.set_window(w);
+            }
         }
+        conv
+    }
+
+    /// Hand the sinks only the events in `window` (see
+    /// [`crate::window`]); before the first event. Every event then goes
+    /// through the call stacks and the clock, and no sink's work is done
+    /// on the decoding threads.
+    pub fn set_window(&mut self, window: crate::window::Window) {
+        self.window = Some(window);
+        self.given();
+        self.report.stacks_built = true;
     }
 
     /// Add a sink: any [`Sink`](crate::sinks::Sink), boxed.
@@ -368,13 +407,15 @@ impl<'a> Converter<'a> {
         self.sinks.push(sink);
         self.given();
         // Stacks are built for a sink that is given them, or for the
-        // report when there is no sink at all.
-        self.report.stacks_built = self.interests.iter().any(|i| i.needs_stacks());
+        // report when there is no sink at all, or for a window.
+        self.report.stacks_built =
+            self.interests.iter().any(|i| i.needs_stacks()) || self.window.is_some();
     }
 
     /// Set what the sinks as a whole are given, from their interests.
     fn given(&mut self) {
-        self.every = self.interests.contains(&Interest::Every);
+        // A window looks at every event.
+        self.every = self.interests.contains(&Interest::Every) || self.window.is_some();
         self.batching = self.interests.contains(&Interest::EventsOnly);
     }
 
@@ -572,10 +613,20 @@ impl<'a> Converter<'a> {
         events: &[Event],
         memory: impl MemoryOf<'m>,
     ) -> io::Result<()> {
+        if self.window.is_some() {
+            // The window hands on the events it keeps one by one.
+            return self.take_each(events.iter(), memory, true);
+        }
         self.take_each(events.iter(), memory, false)?;
         if self.batching {
             self.flush()?;
-            hand_batch(&mut self.sinks, &self.interests, events, &mut self.stops)?;
+            hand_batch(
+                &mut self.sinks,
+                &self.interests,
+                events,
+                &mut self.stops,
+                false,
+            )?;
             if !self.stops.is_empty() {
                 self.apply_stops()?;
             }
@@ -602,6 +653,11 @@ impl<'a> Converter<'a> {
     /// [`batch`](Self::batch) `e` if `batch`.
     #[inline(always)]
     fn batch_if(&mut self, batch: bool, e: &Event) -> io::Result<()> {
+        // With a window, the events it keeps are batched as handed on;
+        // the sinks it does not apply to are handed every event.
+        if self.window.is_some() {
+            return self.unwindowed(e);
+        }
         if batch {
             self.batch(e)
         } else {
@@ -629,7 +685,14 @@ impl<'a> Converter<'a> {
     /// Hand the batched events to the sinks that take batches.
     fn flush(&mut self) -> io::Result<()> {
         let batch = self.batch.get(..self.batched).unwrap_or_default();
-        hand_batch(&mut self.sinks, &self.interests, batch, &mut self.stops)?;
+        let windowed = self.window.is_some();
+        hand_batch(
+            &mut self.sinks,
+            &self.interests,
+            batch,
+            &mut self.stops,
+            windowed,
+        )?;
         self.batched = 0;
         if !self.stops.is_empty() {
             self.apply_stops()?;
@@ -684,7 +747,24 @@ impl<'a> Converter<'a> {
         Ok(())
     }
 
+    #[inline]
     fn dispatch(
+        &mut self,
+        e: &Event,
+        thread: ThreadKey,
+        span: crate::clock::Span,
+        memory: Option<&dyn MemoryImage>,
+        changed: bool,
+    ) -> io::Result<()> {
+        if self.window.is_some() {
+            return self.dispatch_windowed(e, thread, span, memory, changed);
+        }
+        self.dispatch_plain(e, thread, span, memory, changed)
+    }
+
+    /// Hand `e` of `thread` to the sinks that want it, with the stack
+    /// changes the call stacks just made.
+    fn dispatch_plain(
         &mut self,
         e: &Event,
         thread: ThreadKey,
@@ -767,6 +847,7 @@ impl<'a> Converter<'a> {
             s.finish(&self.info).map_err(|e| annotate(s.name(), e))?;
         }
         self.report.stacks = self.stacks.stats();
+        self.report.window = self.window.as_ref().map(crate::window::Window::counts);
         self.report.ids = (0u8..=255)
             .zip(self.ids.iter_mut().map(|l| std::mem::take(&mut l.report)))
             .filter(|(_, r)| r.events > 0)
@@ -810,19 +891,21 @@ fn count_range(c: &mut IdReport, r: &Range) {
     c.cycles += r.cycles.map_or(0, u64::from);
 }
 
-/// Hand `batch` to the sinks (`interests`: of each) that take batches;
-/// those that stop are noted in `stops`.
+/// Hand `batch` to the sinks (`interests`: of each) that take batches
+/// (with `windowed`, the events a window kept: only to the sinks it
+/// applies to); those that stop are noted in `stops`.
 fn hand_batch(
     sinks: &mut [Box<dyn DynSink + '_>],
     interests: &[Interest],
     batch: &[Event],
     stops: &mut Vec<usize>,
+    windowed: bool,
 ) -> io::Result<()> {
     if batch.is_empty() {
         return Ok(());
     }
     for (i, (s, interest)) in sinks.iter_mut().zip(interests).enumerate() {
-        if *interest != Interest::EventsOnly {
+        if *interest != Interest::EventsOnly || (windowed && !s.windowed()) {
             continue;
         }
         match s.events(batch) {

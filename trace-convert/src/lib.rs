@@ -12,3 +12,4 @@ pub mod plural;
 pub mod progress;
 pub mod sinks;
 pub mod symbols;
+pub mod window;

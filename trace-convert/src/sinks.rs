@@ -50,6 +50,7 @@
 
 pub mod autofdo;
 pub mod chrome;
+pub mod coalesce;
 pub mod events_file;
 pub mod folded;
 pub mod lcov;

@@ -29,6 +29,7 @@
 
 pub mod dwarf;
 pub mod inline;
+pub mod kallsyms;
 
 use inline::{FnScopes, Hit, InlineNames};
 use object::{Object, ObjectSymbol};
@@ -57,6 +58,14 @@ pub enum SymbolError {
         path: PathBuf,
         /// What the parser said.
         reason: String,
+    },
+    /// A kernel symbol list (`--kallsyms`) could not be used.
+    #[error("{path}: {source}")]
+    Kallsyms {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        source: kallsyms::KallsymsError,
     },
 }
 
@@ -308,6 +317,68 @@ impl Symbolizer {
                 thumb,
             });
         }
+        self.sort_functions();
+        match dwarf::DwarfInfo::load(&file) {
+            Ok(Some(d)) => {
+                self.has_inlined |= d.has_inlined();
+                self.dwarf.push(d);
+                self.dwarf_files.push(path.to_path_buf());
+            }
+            Ok(None) => {}
+            Err(e) => self.dwarf_problems.push(format!("{}: {e}", path.display())),
+        }
+        self.scopes = self.functions.iter().map(|_| OnceCell::new()).collect();
+        self.last_scope.set(None);
+        self.seen_scopes.clear();
+        self.files.push(path.to_path_buf());
+        Ok(())
+    }
+
+    /// Add the functions of a kernel symbol list: `/proc/kallsyms` or
+    /// `System.map` (see [`kallsyms`]), for code without an ELF file.
+    /// Returns how many functions it named. It gives names only (no lines,
+    /// no inlined functions).
+    ///
+    /// # Errors
+    ///
+    /// [`SymbolError::Io`] when the file cannot be read (or is not a
+    /// regular file, or not text); [`SymbolError::Kallsyms`] when it is
+    /// not such a list.
+    pub fn add_kallsyms(&mut self, path: &Path) -> Result<usize, SymbolError> {
+        let io = |source| SymbolError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let contents = trace_core::memory::Contents::map_path(path).map_err(io)?;
+        let text = std::str::from_utf8(contents.bytes()).map_err(|e| {
+            io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("not a text file ({e})"),
+            ))
+        })?;
+        let found = kallsyms::parse(text).map_err(|source| SymbolError::Kallsyms {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let n = found.len();
+        for mut f in found {
+            if !self.raw_names {
+                f.name = demangle(&f.name).into_owned();
+            }
+            self.functions.push(f);
+        }
+        self.sort_functions();
+        self.scopes = self.functions.iter().map(|_| OnceCell::new()).collect();
+        self.last_scope.set(None);
+        self.seen_scopes.clear();
+        self.files.push(path.to_path_buf());
+        Ok(n)
+    }
+
+    /// Sort the functions by start, keep one per start address (aliases:
+    /// the largest, then the first name in order) and extend those of
+    /// size 0 to the next function.
+    fn sort_functions(&mut self) {
         self.functions.sort_by(|a, b| {
             a.start
                 .cmp(&b.start)
@@ -328,20 +399,6 @@ impl Symbolizer {
                 self.functions[i].end = next;
             }
         }
-        match dwarf::DwarfInfo::load(&file) {
-            Ok(Some(d)) => {
-                self.has_inlined |= d.has_inlined();
-                self.dwarf.push(d);
-                self.dwarf_files.push(path.to_path_buf());
-            }
-            Ok(None) => {}
-            Err(e) => self.dwarf_problems.push(format!("{}: {e}", path.display())),
-        }
-        self.scopes = self.functions.iter().map(|_| OnceCell::new()).collect();
-        self.last_scope.set(None);
-        self.seen_scopes.clear();
-        self.files.push(path.to_path_buf());
-        Ok(())
     }
 
     /// Demangle names (the default) or keep them as the files spell them;

@@ -80,6 +80,10 @@ impl Converter<'_> {
     /// handed to the calling thread for the other anyway).
     #[must_use]
     pub fn parts(&self) -> Option<Arc<dyn Parts>> {
+        // A window decides event by event what the sinks see.
+        if self.window.is_some() {
+            return None;
+        }
         let mut plain = self
             .sinks
             .iter()

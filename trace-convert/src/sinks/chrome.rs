@@ -15,12 +15,16 @@
 //!   shows it, at the return; the folded stacks put it under what ran
 //!   before, see [`crate::sinks::folded`].
 //! - Exceptions, trace gaps, trace-on, memory-not-accessible addresses
-//!   are thread-scoped instant events (`i`).
+//!   are thread-scoped instant events (`i`). Identical instants of a
+//!   thread while its stack does not change are one instant at the time of
+//!   the first, with `args` `count` (how many) and `last_ts` (the time of
+//!   the last) when there are several (see [`super::coalesce`]).
 //! - `ts` is in microseconds from the start of the trace (fractional,
 //!   three decimals: nanoseconds, rounded to the nearest).
 //!
 //! [`FrameKind`]: crate::callstack::FrameKind
 
+use super::coalesce::{Held, Instants};
 use crate::clock::ClockInfo;
 use crate::fast_map::FastMap;
 use crate::sinks::{EventCtx, Flow, Interest, NoParts, Output, RunInfo, Sink, ThreadKey};
@@ -35,6 +39,8 @@ pub struct ChromeSink<W: Output> {
     pids: FastMap<Option<u32>, u64>,
     known: FastMap<ThreadKey, (u64, u64)>,
     names: FastMap<u8, String>,
+    /// Instants held until their thread's stack changes.
+    instants: Instants,
     /// Each function's name as a JSON string, by its id.
     json_names: Vec<Option<Box<[u8]>>>,
     /// The line being written.
@@ -52,10 +58,45 @@ impl<W: Output> ChromeSink<W> {
             pids: FastMap::default(),
             known: FastMap::default(),
             names: FastMap::default(),
+            instants: Instants::default(),
             json_names: Vec::new(),
             line: Vec::with_capacity(256),
             ts: Vec::with_capacity(32),
         }
+    }
+
+    /// Write the instants `thread` holds.
+    fn write_held(&mut self, thread: ThreadKey, clock: &ClockInfo) -> io::Result<()> {
+        let held = self.instants.take(thread);
+        self.write_run(thread, held, clock)
+    }
+
+    /// Write `held`, instants of `thread`.
+    fn write_run(
+        &mut self,
+        thread: ThreadKey,
+        held: Vec<Held>,
+        clock: &ClockInfo,
+    ) -> io::Result<()> {
+        let (pid, tid) = self.ids(thread)?;
+        let mut ts = Vec::with_capacity(32);
+        for h in held {
+            write_ts(&mut ts, clock, h.time);
+            self.instant_line(pid, tid, &ts, &h.name);
+            if h.count > 1 {
+                let l = &mut self.line;
+                l.extend_from_slice(br#","args":{"count":"#);
+                push_int(l, h.count);
+                l.extend_from_slice(br#","last_ts":"#);
+                write_ts(&mut ts, clock, h.last);
+                l.extend_from_slice(&ts);
+                l.push(b'}');
+            }
+            self.line.push(b'}');
+            self.sep()?;
+            self.out.write_all(&self.line)?;
+        }
+        Ok(())
     }
 
     fn sep(&mut self) -> io::Result<()> {
@@ -104,8 +145,8 @@ impl<W: Output> ChromeSink<W> {
         Ok((pid, tid))
     }
 
-    fn instant(&mut self, pid: u64, tid: u64, ts: &[u8], name: &str) -> io::Result<()> {
-        self.sep()?;
+    /// An instant's line up to its name, in `self.line`.
+    fn instant_line(&mut self, pid: u64, tid: u64, ts: &[u8], name: &str) {
         let l = &mut self.line;
         l.clear();
         l.extend_from_slice(br#"{"ph":"i","s":"t","pid":"#);
@@ -116,8 +157,68 @@ impl<W: Output> ChromeSink<W> {
         l.extend_from_slice(ts);
         l.extend_from_slice(br#","name":"#);
         l.extend_from_slice(json_str(name).as_bytes());
-        l.push(b'}');
+    }
+
+    fn instant(&mut self, pid: u64, tid: u64, ts: &[u8], name: &str) -> io::Result<()> {
+        self.instant_line(pid, tid, ts, name);
+        self.line.push(b'}');
+        self.sep()?;
         self.out.write_all(&self.line)
+    }
+
+    /// The lines of an event that changed the stack, at `ts`.
+    fn write_change(
+        &mut self,
+        ctx: &EventCtx<'_>,
+        name: Option<String>,
+        pid: u64,
+        tid: u64,
+        ts: &[u8],
+    ) -> io::Result<()> {
+        if !ctx.closed.is_empty() {
+            let l = &mut self.line;
+            l.clear();
+            l.extend_from_slice(br#"{"ph":"E","pid":"#);
+            push_int(l, pid);
+            l.extend_from_slice(br#","tid":"#);
+            push_int(l, tid);
+            l.extend_from_slice(br#","ts":"#);
+            l.extend_from_slice(ts);
+            l.push(b'}');
+            for _ in ctx.closed {
+                self.sep()?;
+                self.out.write_all(&self.line)?;
+            }
+        }
+        if let Some(name) = name {
+            self.instant(pid, tid, ts, &name)?;
+        }
+        for f in ctx.opened {
+            let at = f.func.0 as usize;
+            if self.json_names.len() <= at {
+                self.json_names.resize(at + 1, None);
+            }
+            let name = self.json_names[at]
+                .get_or_insert_with(|| json_str(ctx.name(f)).into_bytes().into_boxed_slice());
+            let l = &mut self.line;
+            l.clear();
+            l.extend_from_slice(br#"{"ph":"B","pid":"#);
+            push_int(l, pid);
+            l.extend_from_slice(br#","tid":"#);
+            push_int(l, tid);
+            l.extend_from_slice(br#","ts":"#);
+            l.extend_from_slice(ts);
+            l.extend_from_slice(br#","cat":""#);
+            l.extend_from_slice(f.kind.name().as_bytes());
+            l.extend_from_slice(br#"","name":"#);
+            l.extend_from_slice(name);
+            l.extend_from_slice(br#","args":{"entry":"#);
+            push_hex_str(l, f.entry);
+            l.extend_from_slice(b"}}");
+            self.sep()?;
+            self.out.write_all(&self.line)?;
+        }
+        Ok(())
     }
 }
 
@@ -189,103 +290,56 @@ impl<W: Output> Sink for ChromeSink<W> {
     }
 
     fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<Flow> {
-        if !Interest::StackChanges.wants(event, !ctx.closed.is_empty() || !ctx.opened.is_empty()) {
+        let changed = !ctx.closed.is_empty() || !ctx.opened.is_empty();
+        if !Interest::StackChanges.wants(event, changed) {
             return Ok(Flow::Continue);
         }
         let (pid, tid) = self.ids(ctx.thread)?;
+        let name = instant_name(event);
+        if !changed {
+            // Held while the stack stays as it is.
+            if let Some(name) = name {
+                if self.instants.push(ctx.thread, ctx.time, name) {
+                    self.write_held(ctx.thread, ctx.clock)?;
+                }
+            }
+            return Ok(Flow::Continue);
+        }
+        if self.instants.holds(ctx.thread) {
+            self.write_held(ctx.thread, ctx.clock)?;
+        }
         let mut ts = std::mem::take(&mut self.ts);
         write_ts(&mut ts, ctx.clock, ctx.time);
-        let done = self.write_event(event, ctx, pid, tid, &ts);
+        let done = self.write_change(ctx, name, pid, tid, &ts);
         self.ts = ts;
         done?;
         Ok(Flow::Continue)
     }
 
-    fn finish(&mut self, _info: &RunInfo) -> io::Result<()> {
+    fn finish(&mut self, info: &RunInfo) -> io::Result<()> {
+        for (thread, held) in self.instants.take_all() {
+            self.write_run(thread, held, &info.clock)?;
+        }
         self.out.write_all(b"\n]}\n")?;
         self.out.complete()
     }
 }
 
-impl<W: Output> ChromeSink<W> {
-    /// The lines of one event, at `ts`.
-    fn write_event(
-        &mut self,
-        event: &Event,
-        ctx: &EventCtx<'_>,
-        pid: u64,
-        tid: u64,
-        ts: &[u8],
-    ) -> io::Result<()> {
-        if !ctx.closed.is_empty() {
-            let l = &mut self.line;
-            l.clear();
-            l.extend_from_slice(br#"{"ph":"E","pid":"#);
-            push_int(l, pid);
-            l.extend_from_slice(br#","tid":"#);
-            push_int(l, tid);
-            l.extend_from_slice(br#","ts":"#);
-            l.extend_from_slice(ts);
-            l.push(b'}');
-            for _ in ctx.closed {
-                self.sep()?;
-                self.out.write_all(&self.line)?;
-            }
-        }
-        match event.kind {
-            EventKind::Exception { number, ret } => {
-                let name = match ret {
-                    Some(r) => format!("exception {number} (returns to {r:#010x})"),
-                    None => format!("exception {number}"),
-                };
-                self.instant(pid, tid, ts, &name)?;
-            }
-            EventKind::Gap(reason) => {
-                let name = match reason.addr() {
-                    Some(a) => format!("trace gap: {} at {a:#010x}", reason.name()),
-                    None => format!("trace gap: {}", reason.name()),
-                };
-                self.instant(pid, tid, ts, &name)?;
-            }
-            EventKind::TraceOn { reason, .. } => {
-                self.instant(pid, tid, ts, &format!("trace on: {}", reason.name()))?;
-            }
-            EventKind::AddrNacc { addr } => {
-                self.instant(
-                    pid,
-                    tid,
-                    ts,
-                    &format!("memory not accessible: {addr:#010x}"),
-                )?;
-            }
-            _ => {}
-        }
-        for f in ctx.opened {
-            self.sep()?;
-            let at = f.func.0 as usize;
-            if self.json_names.len() <= at {
-                self.json_names.resize(at + 1, None);
-            }
-            let name = self.json_names[at]
-                .get_or_insert_with(|| json_str(ctx.name(f)).into_bytes().into_boxed_slice());
-            let l = &mut self.line;
-            l.clear();
-            l.extend_from_slice(br#"{"ph":"B","pid":"#);
-            push_int(l, pid);
-            l.extend_from_slice(br#","tid":"#);
-            push_int(l, tid);
-            l.extend_from_slice(br#","ts":"#);
-            l.extend_from_slice(ts);
-            l.extend_from_slice(br#","cat":""#);
-            l.extend_from_slice(f.kind.name().as_bytes());
-            l.extend_from_slice(br#"","name":"#);
-            l.extend_from_slice(name);
-            l.extend_from_slice(br#","args":{"entry":"#);
-            push_hex_str(l, f.entry);
-            l.extend_from_slice(b"}}");
-            self.out.write_all(&self.line)?;
-        }
-        Ok(())
+/// What the timeline marks for `event`, if it is an instant: the
+/// exception, gap, trace-on or memory-not-accessible address.
+pub(crate) fn instant_name(event: &Event) -> Option<String> {
+    match event.kind {
+        EventKind::Exception { number, ret } => Some(match ret {
+            Some(r) => format!("exception {number} (returns to {r:#010x})"),
+            None => format!("exception {number}"),
+        }),
+        EventKind::Gap(reason) => Some(match reason.addr() {
+            Some(a) => format!("trace gap: {} at {a:#010x}", reason.name()),
+            None => format!("trace gap: {}", reason.name()),
+        }),
+        EventKind::TraceOn { reason, .. } => Some(format!("trace on: {}", reason.name())),
+        EventKind::AddrNacc { addr } => Some(format!("memory not accessible: {addr:#010x}")),
+        _ => None,
     }
 }
 

@@ -27,6 +27,9 @@ pub trait DynSink {
     /// [`Sink::interest`].
     fn interest(&self) -> Interest;
 
+    /// [`Sink::windowed`].
+    fn windowed(&self) -> bool;
+
     /// [`Sink::event`].
     ///
     /// # Errors
@@ -74,6 +77,10 @@ impl<S: Sink> DynSink for S {
 
     fn interest(&self) -> Interest {
         Sink::interest(self)
+    }
+
+    fn windowed(&self) -> bool {
+        Sink::windowed(self)
     }
 
     #[inline]

@@ -49,6 +49,13 @@ impl<W: Output> Sink for EventsSink<W> {
     }
 
     /// The events as decoded (not split for the call stacks).
+    /// The saved events are the decode itself: every event, so that a
+    /// later `--from-events` run (with or without a window) converts
+    /// them as the capture.
+    fn windowed(&self) -> bool {
+        false
+    }
+
     fn interest(&self) -> Interest {
         Interest::EventsOnly
     }

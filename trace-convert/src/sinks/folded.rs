@@ -8,7 +8,12 @@
 //! `[untraced]`. The weights add up to the
 //! instructions (cycles) decoded. When the capture has more than one
 //! thread (cores, context IDs), each stack starts with a frame naming it
-//! (`trace ID 0x10`, `context 0x2a/trace ID 0x10`).
+//! as the Chrome and Perfetto tracks do: after the snapshot's core when
+//! known (`cpu_0 Cortex-A7 (trace ID 0x10, ETMv3)`, see
+//! [`SourceName::thread_name`]), else `trace ID 0x10 (ETMv3)`, or
+//! `trace ID 0x10` for a source the run did not name; with context IDs
+//! the context first (`context 0x2a/cpu_0 Cortex-A7 (trace ID 0x10,
+//! ETMv3)`).
 //!
 //! An inferred caller (a return out of the outermost frame) is placed
 //! under everything that ran before it since the trace (re)started, as
@@ -22,7 +27,7 @@
 
 use crate::callstack::FrameKind;
 use crate::fast_map::FastMap;
-use crate::sinks::{EventCtx, Flow, NoParts, Output, RunInfo, Sink, ThreadKey};
+use crate::sinks::{EventCtx, Flow, NoParts, Output, RunInfo, Sink, SourceName, ThreadKey};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use trace_core::event::{Event, EventKind};
@@ -93,6 +98,8 @@ pub struct FoldedStacks {
     runs: FastMap<u32, Vec<u32>>,
     /// Nodes free for reuse.
     free: Vec<u32>,
+    /// The name of each source's thread, by trace ID.
+    source_names: FastMap<u8, String>,
 }
 
 impl FoldedStacks {
@@ -112,6 +119,15 @@ impl FoldedStacks {
             last: None,
             runs: FastMap::default(),
             free: Vec::new(),
+            source_names: FastMap::default(),
+        }
+    }
+
+    /// Name the threads of these sources as their tracks are named
+    /// ([`SourceName::thread_name`]); before the first event.
+    pub fn set_sources(&mut self, sources: &[SourceName]) {
+        for s in sources {
+            self.source_names.insert(s.id, s.thread_name());
         }
     }
 
@@ -285,9 +301,13 @@ impl FoldedStacks {
         if let Some(n) = self.threads.get(&thread) {
             return *n;
         }
-        let text = match thread.context {
-            Some(c) => format!("context {c:#x}/trace ID {:#04x}", thread.id),
+        let core = match self.source_names.get(&thread.id) {
+            Some(name) => name.clone(),
             None => format!("trace ID {:#04x}", thread.id),
+        };
+        let text = match thread.context {
+            Some(c) => format!("context {c:#x}/{core}"),
+            None => core,
         };
         let l = self.label(text);
         let n = self.node(NONE, l, NONE);
@@ -446,6 +466,11 @@ impl<W: Output> Sink for FoldedSink<W> {
 
     fn name(&self) -> &str {
         "folded"
+    }
+
+    fn begin(&mut self, info: &RunInfo) -> io::Result<()> {
+        self.stacks.set_sources(&info.sources);
+        Ok(())
     }
 
     fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<Flow> {

@@ -2,6 +2,10 @@
 //! its own track, exceptions and trace gaps as instants, and the call
 //! depth as a counter.
 //!
+//! Identical instants of a thread while its stack does not change are
+//! one instant at the time of the first, with a debug annotation `count`
+//! when there are several (see [`super::coalesce`]).
+//!
 //! The call depth is sampled where it changes, by the slice packet of the
 //! change (`extra_counter_values`), not by packets of its own.
 //!
@@ -15,7 +19,9 @@
 pub mod writer;
 
 use self::writer::{NameId, PerfettoWriter, TrackId};
+use super::coalesce::{Held, Instants};
 use crate::callstack::FuncId;
+use crate::clock::ClockInfo;
 use crate::fast_map::FastMap;
 use crate::sinks::{EventCtx, Flow, Interest, NoParts, Output, RunInfo, Sink, ThreadKey};
 use std::io;
@@ -39,6 +45,8 @@ pub struct PerfettoSink<W: Output> {
     layout: Layout,
     /// Per function name, its name interned in the writer.
     iids: Vec<Option<NameId>>,
+    /// Instants held until their thread's stack changes.
+    instants: Instants,
 }
 
 /// The processes and tracks declared so far.
@@ -67,7 +75,25 @@ impl<W: Output> PerfettoSink<W> {
             writer: Some(PerfettoWriter::new(out)),
             layout: Layout::default(),
             iids: Vec::new(),
+            instants: Instants::default(),
         }
+    }
+
+    /// Write `held`, instants of `thread`.
+    fn write_run(
+        &mut self,
+        thread: ThreadKey,
+        held: Vec<Held>,
+        clock: &ClockInfo,
+    ) -> io::Result<()> {
+        let Some(w) = self.writer.as_mut() else {
+            return Err(io::Error::other("perfetto output already finished"));
+        };
+        let slices = self.layout.tracks(w, thread)?.slices;
+        for h in held {
+            w.instant_counted(slices, clock.nanos(h.time), &h.name, h.count)?;
+        }
+        Ok(())
     }
 }
 
@@ -162,8 +188,23 @@ impl<W: Output> Sink for PerfettoSink<W> {
             EventKind::AddrNacc { addr } => Some(format!("memory not accessible: {addr:#010x}")),
             _ => None,
         };
-        if ctx.closed.is_empty() && ctx.opened.is_empty() && instant.is_none() {
+        if ctx.closed.is_empty() && ctx.opened.is_empty() {
+            // Held while the stack stays as it is (its track declared
+            // now, as it comes).
+            if let Some(name) = instant {
+                if let Some(w) = self.writer.as_mut() {
+                    self.layout.tracks(w, ctx.thread)?;
+                }
+                if self.instants.push(ctx.thread, ctx.time, name) {
+                    let held = self.instants.take(ctx.thread);
+                    self.write_run(ctx.thread, held, ctx.clock)?;
+                }
+            }
             return Ok(Flow::Continue);
+        }
+        if self.instants.holds(ctx.thread) {
+            let held = self.instants.take(ctx.thread);
+            self.write_run(ctx.thread, held, ctx.clock)?;
         }
         let Some(w) = self.writer.as_mut() else {
             return Err(io::Error::other("perfetto output already finished"));
@@ -201,7 +242,10 @@ impl<W: Output> Sink for PerfettoSink<W> {
         Ok(Flow::Continue)
     }
 
-    fn finish(&mut self, _info: &RunInfo) -> io::Result<()> {
+    fn finish(&mut self, info: &RunInfo) -> io::Result<()> {
+        for (thread, held) in self.instants.take_all() {
+            self.write_run(thread, held, &info.clock)?;
+        }
         match self.writer.take() {
             Some(w) => w.finish()?.complete(),
             None => Ok(()),

@@ -53,6 +53,14 @@ pub trait Sink {
         Interest::Every
     }
 
+    /// Whether a window (`--since`, `--function`, ..., see
+    /// [`crate::window`]) applies to this sink: yes by default. A sink
+    /// that keeps the decode itself rather than a view of it (saved
+    /// events) says no, and is handed every event.
+    fn windowed(&self) -> bool {
+        true
+    }
+
     /// One event with its shared context.
     ///
     /// # Errors

@@ -46,8 +46,15 @@ pub struct ConvertArgs {
     /// --mem code.bin@0x80000000
     #[arg(long = "mem", value_name = "FILE@ADDRESS")]
     mem: Vec<MemArg>,
+    /// Function names from a kernel symbol list, /proc/kallsyms or
+    /// System.map (`ADDRESS TYPE NAME [MODULE]`), for code without an ELF
+    /// file (repeatable). Example: --kallsyms System.map
+    #[arg(long = "kallsyms", value_name = "FILE")]
+    kallsyms: Vec<PathBuf>,
     #[command(flatten)]
     outputs: OutputArgs,
+    #[command(flatten)]
+    window: crate::window_cli::WindowArgs,
     /// Convert events saved by --save-events instead of decoding a
     /// capture. Example: --from-events run.events --folded app.folded
     #[arg(long, value_name = "FILE", conflicts_with = "path")]
@@ -269,6 +276,13 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
         (None, None) => options.clock_for_etmcr(&[]),
     };
     eprintln!("trace-convert: {}", clock.describe());
+    let window = args.window.spec(&args.source.trace_id);
+    let windowed = !window.is_everything();
+    let window = if windowed {
+        Some(window.on(&clock).map_err(|e| fail(exit::USAGE, e))?)
+    } else {
+        None
+    };
     let read = read_for_sinks(args, &targets, input.as_ref(), &extra)?;
     let mut set = plan.create().map_err(|e| output_failure(&e))?;
     let weight = folded_weight(args);
@@ -284,6 +298,9 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
         report: args.report,
     };
     let mut conv = Converter::new(&symbols, clock, options.max_depth);
+    if let Some(w) = window {
+        conv.set_window(w);
+    }
     for (t, out) in targets.iter().zip(set.writers()) {
         conv.add_sink((t.format.open)(out, &setup).map_err(|e| fail(exit::OUTPUT, e))?);
     }
@@ -302,7 +319,7 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
     }
     // Every output is complete: all of them take their final names now.
     set.commit().map_err(|e| output_failure(&e))?;
-    print_summary(&report);
+    print_summary(&report, windowed);
     let cycles: u64 = report.ids.values().map(|r| r.cycles).sum();
     let folded = targets.iter().any(|t| t.format.flag == "folded");
     if folded && weight == Weight::Cycles && cycles == 0 {
@@ -426,6 +443,7 @@ fn plan_outputs(
         .into_iter()
         .chain(elves.iter().map(PathBuf::as_path))
         .chain(args.mem.iter().map(|m| m.path.as_path()))
+        .chain(args.kallsyms.iter().map(PathBuf::as_path))
         .chain(args.from_events.as_deref());
     plan.check_inputs(named).map_err(|e| output_failure(&e))?;
     Ok(plan)
@@ -452,15 +470,18 @@ fn load_symbols(
     for e in elves {
         symbols.add_elf(e).map_err(|e| fail(exit::INPUT, e))?;
     }
+    for k in &args.kallsyms {
+        symbols.add_kallsyms(k).map_err(|e| fail(exit::INPUT, e))?;
+    }
     symbols.set_inline_scopes(!args.no_inline);
     for p in symbols.dwarf_problems() {
         eprintln!("trace-convert: warning: DWARF section not readable: {p}: that file gives no source lines");
     }
     if symbols.is_empty() {
         eprintln!(
-            "trace-convert: note: no ELF file given (--elf): functions are named by address (0x...)"
+            "trace-convert: note: no ELF file given (--elf, or --kallsyms for a kernel): functions are named by address (0x...)"
         );
-    } else if !symbols.has_lines() {
+    } else if !symbols.has_lines() && !elves.is_empty() {
         eprintln!("trace-convert: note: the ELF files have no DWARF line information");
     }
     if let Some(flag) = needing(targets, |n| n.lines) {
@@ -495,7 +516,10 @@ fn open_input(
     let Some(p) = path else {
         return Ok(None);
     };
-    let input = input::resolve(p, &args.source.flags()).map_err(|e| fail(input_code(&e), e))?;
+    let mut input = input::resolve(p, &args.source.flags()).map_err(|e| fail(input_code(&e), e))?;
+    args.source
+        .keep_ids(&mut input)
+        .map_err(|e| fail(exit::CONFIG, e))?;
     super::print_notes(&input);
     for s in input.captures.iter().flat_map(|c| &c.sources) {
         if !input.has_memory(&s.name, extra) {
@@ -628,7 +652,7 @@ fn print_written(targets: &[Target]) {
     }
 }
 
-fn print_summary(r: &ConvertReport) {
+fn print_summary(r: &ConvertReport, windowed: bool) {
     for (path, bytes) in &r.captures {
         eprintln!(
             "trace-convert: {}: {}",
@@ -682,6 +706,28 @@ fn print_summary(r: &ConvertReport) {
         eprintln!("{line}");
         for line in c.mismatches.lines(*id) {
             eprintln!("trace-convert: {line}");
+        }
+    }
+    if let Some(w) = r.window.filter(|w| w.unplaced > 0) {
+        eprintln!(
+            "trace-convert: warning: {} ({}) came before their source's first timestamp: \
+             they have no place on the timestamp axis and are left out of every output \
+             (--clock cycles keeps them, each core from its own zero)",
+            plural(w.unplaced, "event"),
+            plural(w.unplaced_instructions, "instruction")
+        );
+    }
+    if let Some(w) = r.window.filter(|_| windowed) {
+        eprintln!(
+            "trace-convert: window: {} of {} handed to the outputs ({} in ranges)",
+            plural(w.shown, "event"),
+            w.shown + w.hidden,
+            plural(w.instructions, "instruction")
+        );
+        if w.shown == 0 {
+            eprintln!(
+                "trace-convert: warning: the window holds no event: check --since, --until, --function and --trace-id against the summary above"
+            );
         }
     }
     if r.stacks_built {

@@ -27,6 +27,7 @@ mod outputs_cli;
 mod progress_bar;
 mod report_cli;
 mod typo;
+mod window_cli;
 use convert_cli::ConvertArgs;
 use outputs_cli::{listing_plan, output_failure, with_output};
 use trace_convert::output::OutputPlan;
@@ -207,9 +208,10 @@ struct SourceArgs {
     /// Layout of a capture file.
     #[arg(long, value_enum, default_value_t = LayoutArg::Raw)]
     layout: LayoutArg,
-    /// Trace ID: reported for a raw capture, or the only ID decoded.
+    /// Trace ID: reported for a raw capture, or the IDs decoded
+    /// (repeatable).
     #[arg(long, value_name = "ID", value_parser = parse_u8)]
-    trace_id: Option<u8>,
+    trace_id: Vec<u8>,
     /// ETMCR register value, e.g. 0x10001000.
     #[arg(long, value_name = "VALUE", value_parser = parse_u32)]
     etmcr: Option<u32>,
@@ -276,6 +278,11 @@ impl InputArgs {
 }
 
 impl SourceArgs {
+    /// Keep the sources of `input` that `--trace-id` names.
+    fn keep_ids(&self, input: &mut input::Input) -> Result<(), String> {
+        window_cli::keep_ids(input, &self.trace_id)
+    }
+
     fn flags(&self) -> SourceFlags {
         let on = |b: bool| b.then_some(true);
         SourceFlags {
@@ -288,7 +295,11 @@ impl SourceArgs {
                 LayoutArg::Frames => Layout::Frames,
                 LayoutArg::Tpiu => Layout::Tpiu,
             },
-            trace_id: self.trace_id,
+            // One ID the input keeps itself; several, see `keep_ids`.
+            trace_id: match self.trace_id.as_slice() {
+                [id] => Some(*id),
+                _ => None,
+            },
             etmcr: self.etmcr,
             etmccer: self.etmccer,
             etmidr: self.etmidr,
@@ -398,7 +409,11 @@ fn listing_input<'p>(
 ) -> Result<(OutputPlan, Input), ExitCode> {
     let named = std::iter::once(args.path.as_path()).chain(named);
     let plan = listing_plan(output, named)?;
-    let input = input::resolve(&args.path, &args.flags()).map_err(|e| fail(input_code(&e), e))?;
+    let mut input =
+        input::resolve(&args.path, &args.flags()).map_err(|e| fail(input_code(&e), e))?;
+    args.source
+        .keep_ids(&mut input)
+        .map_err(|e| fail(exit::CONFIG, e))?;
     print_notes(&input);
     plan.check_inputs(input.files().iter().map(PathBuf::as_path))
         .map_err(|e| output_failure(&e))?;
@@ -425,9 +440,13 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
         for capture in &input.captures {
             print_skipped(capture);
             // With --trace-id, the bytes of the other IDs are not listed.
-            let only = args.input.source.trace_id;
-            let summary = packets::read_capture(capture, |item| match (item, only) {
-                (trace_core::demux::Item::Unconfigured { run }, Some(id)) if run.id != id => Ok(()),
+            let only = &args.input.source.trace_id;
+            let summary = packets::read_capture(capture, |item| match item {
+                trace_core::demux::Item::Unconfigured { run }
+                    if !only.is_empty() && !only.contains(&run.id) =>
+                {
+                    Ok(())
+                }
                 _ => write_item(out, format, item),
             })
             .map_err(read_failure)?;
@@ -514,7 +533,7 @@ fn decode_listing(
     images: &Images,
     out: &mut dyn io::Write,
 ) -> Result<Totals, ExitCode> {
-    let only = args.input.source.trace_id;
+    let only = &args.input.source.trace_id;
     let by_id = images.by_id(capture);
     let summary = dec::decode_capture(
         capture,
@@ -523,7 +542,7 @@ fn decode_listing(
             let Some(format) = format else {
                 return Ok(());
             };
-            if only.is_some_and(|id| id != e.id) {
+            if !only.is_empty() && !only.contains(&e.id) {
                 return Ok(());
             }
             let mem = args

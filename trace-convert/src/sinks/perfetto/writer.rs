@@ -101,6 +101,12 @@ mod proto {
     pub const EVENT_EXTRA_COUNTER_TRACK_UUIDS: u32 = 31;
     /// `TrackEvent.extra_counter_values`.
     pub const EVENT_EXTRA_COUNTER_VALUES: u32 = 12;
+    /// `TrackEvent.debug_annotations`.
+    pub const EVENT_DEBUG_ANNOTATIONS: u32 = 4;
+    /// `DebugAnnotation.name`.
+    pub const ANNOTATION_NAME: u32 = 10;
+    /// `DebugAnnotation.uint_value`.
+    pub const ANNOTATION_UINT: u32 = 3;
 
     /// `TYPE_SLICE_BEGIN`.
     pub const TYPE_SLICE_BEGIN: u64 = 1;
@@ -451,6 +457,40 @@ impl<W: Write> PerfettoWriter<W> {
             value: None,
             extra: None,
         })
+    }
+
+    /// An instant standing for `count` identical ones (see
+    /// [`crate::sinks::coalesce`]): named `name`, with a debug annotation
+    /// `count` (the trace processor's `debug.count` argument); a count of
+    /// 1 is a plain [`instant`](Self::instant).
+    ///
+    /// # Errors
+    ///
+    /// As [`instant`](Self::instant).
+    pub fn instant_counted(
+        &mut self,
+        track: TrackId,
+        ts_ns: u64,
+        name: &str,
+        count: u64,
+    ) -> io::Result<()> {
+        if count == 1 {
+            return self.instant(track, ts_ns, name);
+        }
+        self.slice_track(track, ts_ns)?;
+        self.start_packet(true);
+        wire::uint(&mut self.packet, proto::PACKET_TIMESTAMP, ts_ns);
+        let iid = self.intern(name);
+        self.msg.clear();
+        wire::uint(&mut self.msg, proto::EVENT_TYPE, proto::TYPE_INSTANT);
+        wire::uint(&mut self.msg, proto::EVENT_TRACK_UUID, track.uuid());
+        wire::uint(&mut self.msg, proto::EVENT_NAME_IID, iid);
+        self.inner.clear();
+        wire::bytes(&mut self.inner, proto::ANNOTATION_NAME, b"count");
+        wire::uint(&mut self.inner, proto::ANNOTATION_UINT, count);
+        wire::bytes(&mut self.msg, proto::EVENT_DEBUG_ANNOTATIONS, &self.inner);
+        wire::bytes(&mut self.packet, proto::PACKET_TRACK_EVENT, &self.msg);
+        self.end_packet()
     }
 
     /// An integer counter value on a counter track.

@@ -1,0 +1,225 @@
+//! Function names from a kernel's symbol list, for traces of code with no
+//! ELF file at hand (a Linux kernel, firmware shipped with only a map):
+//! `/proc/kallsyms` and `System.map`, both one symbol per line,
+//!
+//! ```text
+//! c0008000 T stext
+//! c0008060 t __create_page_tables
+//! bf000000 t ext4_init_fs [ext4]
+//! ```
+//!
+//! an address in hex, a type letter as `nm` prints it and the name, and
+//! in `/proc/kallsyms` the module in brackets. The code symbols (types
+//! `T`, `t`, `W`) become functions; each extends to the next symbol of any
+//! type at a higher address (the list has no sizes), the last one over
+//! one instruction (4 bytes). Bit 0 of an address marks Thumb code and is
+//! cleared, as in an ELF symbol table. Lines without an address (`nm`'s
+//! undefined symbols, `U name`) and empty lines are passed over.
+//!
+//! ```
+//! use trace_convert::symbols::kallsyms;
+//!
+//! let map = "c0008000 T stext\nc0008040 d some_data\nc0008100 t helper\n";
+//! let f = kallsyms::parse(map)?;
+//! assert_eq!(f.len(), 2);
+//! assert_eq!((f[0].start, f[0].end, f[0].name.as_str()), (0xc000_8000, 0xc000_8040, "stext"));
+//! assert_eq!((f[1].start, f[1].end), (0xc000_8100, 0xc000_8104));
+//! # Ok::<(), kallsyms::KallsymsError>(())
+//! ```
+
+use super::Function;
+
+/// Why a symbol list could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum KallsymsError {
+    /// A line is not `ADDRESS TYPE NAME [MODULE]`.
+    #[error("line {line}: `{text}` is not `ADDRESS TYPE NAME [MODULE]` (the format of /proc/kallsyms and System.map)")]
+    BadLine {
+        /// Line number, from 1.
+        line: usize,
+        /// The line (shortened).
+        text: String,
+    },
+    /// No line names a code symbol.
+    #[error("no function symbols (type T, t or W) in the list")]
+    NoFunctions,
+    /// Every address is 0: `/proc/kallsyms` read without the right to see
+    /// addresses.
+    #[error("every address is 0: /proc/kallsyms hides addresses from unprivileged readers (read it as root, or set kernel.kptr_restrict=0)")]
+    Hidden,
+}
+
+/// Longest line text quoted in an error.
+const QUOTED: usize = 80;
+
+/// The functions of a `/proc/kallsyms` or `System.map` text, sorted by
+/// start address (see the [module](self) docs). Symbols whose address does
+/// not fit 32 bits are left out (they cannot be ARMv7 code).
+///
+/// # Errors
+///
+/// [`KallsymsError`] for a line of another format, a list without code
+/// symbols, or one whose addresses are all hidden.
+pub fn parse(text: &str) -> Result<Vec<Function>, KallsymsError> {
+    // Every symbol's address (for the sizes) and the code symbols.
+    let mut all: Vec<u32> = Vec::new();
+    let mut code: Vec<(u32, bool, &str)> = Vec::new();
+    let mut nonzero = false;
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let bad = || KallsymsError::BadLine {
+            line: i + 1,
+            text: line.chars().take(QUOTED).collect(),
+        };
+        let mut fields = line.split_whitespace();
+        let (Some(first), Some(second)) = (fields.next(), fields.next()) else {
+            return Err(bad());
+        };
+        let Some(name) = fields.next() else {
+            // `U name`: an undefined symbol, with no address.
+            if first.len() == 1 && first.chars().all(|c| c.is_ascii_alphabetic()) {
+                continue;
+            }
+            return Err(bad());
+        };
+        // The module, if any, must be bracketed and last.
+        match (fields.next(), fields.next()) {
+            (None, None) => {}
+            (Some(m), None) if m.starts_with('[') && m.ends_with(']') => {}
+            _ => return Err(bad()),
+        }
+        let Ok(addr) = u64::from_str_radix(first, 16) else {
+            return Err(bad());
+        };
+        let mut kind = second.chars();
+        let (Some(kind), None) = (kind.next(), kind.next()) else {
+            return Err(bad());
+        };
+        if !kind.is_ascii_alphabetic() && kind != '?' && kind != '-' {
+            return Err(bad());
+        }
+        nonzero |= addr != 0;
+        let Ok(addr) = u32::try_from(addr) else {
+            continue;
+        };
+        all.push(addr & !1);
+        if matches!(kind, 'T' | 't' | 'W') {
+            code.push((addr & !1, addr & 1 == 1, name));
+        }
+    }
+    if !nonzero && !all.is_empty() {
+        return Err(KallsymsError::Hidden);
+    }
+    if code.is_empty() {
+        return Err(KallsymsError::NoFunctions);
+    }
+    all.sort_unstable();
+    all.dedup();
+    let mut functions: Vec<Function> = code
+        .into_iter()
+        .map(|(start, thumb, name)| {
+            let next = all.partition_point(|&a| a <= start);
+            let end = all
+                .get(next)
+                .copied()
+                .unwrap_or_else(|| start.saturating_add(4));
+            Function {
+                start,
+                end,
+                name: name.to_owned(),
+                thumb,
+            }
+        })
+        .collect();
+    functions.sort_by(|a, b| a.start.cmp(&b.start).then(a.name.cmp(&b.name)));
+    Ok(functions)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kallsyms_lines_with_modules_and_types() {
+        let text = "\
+c0008000 T stext
+c0008000 T _text
+c0008040 t __create_page_tables
+c0008100 D some_data
+c0008101 t thumb_helper
+c0009000 r ro_data
+bf000000 t ext4_init_fs\t[ext4]
+bf000010 W weak_fn\t[ext4]
+";
+        let f = parse(text).expect("parses");
+        let got: Vec<(u32, u32, &str, bool)> = f
+            .iter()
+            .map(|f| (f.start, f.end, f.name.as_str(), f.thumb))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0xbf00_0000, 0xbf00_0010, "ext4_init_fs", false),
+                (0xbf00_0010, 0xc000_8000, "weak_fn", false),
+                (0xc000_8000, 0xc000_8040, "_text", false),
+                (0xc000_8000, 0xc000_8040, "stext", false),
+                (0xc000_8040, 0xc000_8100, "__create_page_tables", false),
+                (0xc000_8100, 0xc000_9000, "thumb_helper", true),
+            ]
+        );
+    }
+
+    #[test]
+    fn undefined_symbols_and_blank_lines_are_passed_over() {
+        let f = parse("         U memcpy\n\n00000020 T main\n").expect("parses");
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].start, f[0].end), (0x20, 0x24));
+    }
+
+    #[test]
+    fn other_formats_are_refused_with_the_line() {
+        let e = parse("c0008000 T stext\nthis is not a map line at all\n").expect_err("refused");
+        assert!(matches!(e, KallsymsError::BadLine { line: 2, .. }), "{e:?}");
+        assert!(matches!(
+            parse("zz T name").expect_err("refused"),
+            KallsymsError::BadLine { line: 1, .. }
+        ));
+        assert!(matches!(
+            parse("c0008000 Tx name").expect_err("refused"),
+            KallsymsError::BadLine { .. }
+        ));
+        assert!(matches!(
+            parse("c0008000 T name extra").expect_err("refused"),
+            KallsymsError::BadLine { .. }
+        ));
+        // An ELF file given by mistake is not a list either.
+        assert!(matches!(
+            parse("\u{7f}ELF\u{1}\u{1}\u{1}").expect_err("refused"),
+            KallsymsError::BadLine { .. }
+        ));
+    }
+
+    #[test]
+    fn hidden_addresses_and_data_only_lists_are_errors() {
+        assert_eq!(
+            parse("00000000 T stext\n00000000 t x\n").expect_err("refused"),
+            KallsymsError::Hidden
+        );
+        assert_eq!(
+            parse("c0000000 D data\n").expect_err("refused"),
+            KallsymsError::NoFunctions
+        );
+        assert_eq!(parse("").expect_err("refused"), KallsymsError::NoFunctions);
+    }
+
+    #[test]
+    fn addresses_beyond_32_bits_are_left_out() {
+        let f = parse("ffffffc010080000 T arm64_fn\nc0008000 T arm_fn\n").expect("parses");
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].name, "arm_fn");
+    }
+}
