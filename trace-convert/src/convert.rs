@@ -25,7 +25,7 @@ mod parts;
 
 use crate::callstack::{CallStacks, StackStats};
 use crate::clock::{ClockInfo, ClockKind, Clocks};
-use crate::decode::{self as dec, Delivery, ExtraMemory};
+use crate::decode::{self as dec, ExtraMemory};
 use crate::input::source::SourceSpec;
 use crate::input::{Input, InputError};
 use crate::packets::ReadError;
@@ -36,6 +36,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
+use trace_core::capture::{Consumer, DecodeOptions, Delivery, Mismatches, SLICE};
 use trace_core::event::{Event, EventKind, Range};
 use trace_core::memory::{MemoryError, MemoryImage};
 
@@ -180,7 +181,7 @@ pub struct IdReport {
     /// Memory-not-accessible events per address.
     pub nacc: BTreeMap<u32, u64>,
     /// Where the trace contradicted its memory image or itself.
-    pub mismatches: crate::decode::Mismatches,
+    pub mismatches: Mismatches,
 }
 
 impl IdReport {
@@ -283,6 +284,8 @@ pub struct Converter<'a> {
     began: bool,
     /// Per trace ID: its counters and the offset of its last event.
     ids: Box<[Lane; 256]>,
+    /// How [`convert_input`] spreads the decode over threads.
+    decode: DecodeOptions,
 }
 
 /// What a [`Converter`] keeps of one trace ID: its counters (those without
@@ -323,6 +326,14 @@ impl std::fmt::Debug for Converter<'_> {
 }
 
 impl<'a> Converter<'a> {
+    /// Decode the captures of [`convert_input`] as `options` say (by
+    /// default, [`DecodeOptions::default`]).
+    #[must_use]
+    pub fn with_decode_options(mut self, options: DecodeOptions) -> Converter<'a> {
+        self.decode = options;
+        self
+    }
+
     /// A converter on `clock`, stacks bounded at `max_depth`, no sinks yet.
     #[must_use]
     pub fn new(symbols: &'a Symbolizer, clock: ClockInfo, max_depth: usize) -> Converter<'a> {
@@ -357,6 +368,7 @@ impl<'a> Converter<'a> {
             },
             began: false,
             ids: Box::new(std::array::from_fn(|_| Lane::default())),
+            decode: DecodeOptions::default(),
         }
     }
 
@@ -981,13 +993,19 @@ pub fn convert_input(
                 .cloned()
                 .unwrap_or_else(|| Arc::clone(&fallback))
         };
+        let mut decoder = dec::decoder(capture, memory)
+            .map_err(|source| ConvertError::Read {
+                path: capture.path.clone(),
+                source,
+            })?
+            .options(conv.decode);
+        if let Some(parts) = conv.parts() {
+            decoder = decoder.parts(parts);
+        }
         // The converter counts the events for its report itself.
-        let parts = conv.parts();
-        let summary = dec::decode_to(
+        let summary = dec::run(
             capture,
-            memory,
-            &dec::DecodeOptions::default(),
-            parts,
+            &mut decoder.build(),
             &mut Feed {
                 conv: &mut conv,
                 memory: by_id,
@@ -1025,7 +1043,7 @@ struct Feed<'c, 'a, 'm> {
     bar: &'c mut Progress,
 }
 
-impl dec::Take for Feed<'_, '_, '_> {
+impl Consumer for Feed<'_, '_, '_> {
     // The converter counts the events for its report itself.
     const COUNTS: bool = false;
     const SLICES: bool = true;
@@ -1142,10 +1160,10 @@ pub fn convert_events_file(
     conv.add_capture(path.to_path_buf(), size);
     conv.begin().map_err(ConvertError::Output)?;
     // Handed on in slices, as a decode hands them.
-    let mut held = Vec::with_capacity(dec::SLICE);
+    let mut held = Vec::with_capacity(SLICE);
     for e in events {
         held.push(e.map_err(|e| bad(e.to_string()))?);
-        if held.len() >= dec::SLICE {
+        if held.len() >= SLICE {
             go_on(conv.events(&held, memory.as_deref())).map_err(ConvertError::Output)?;
             held.clear();
             if conv.stopped() {

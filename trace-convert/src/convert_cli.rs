@@ -462,7 +462,8 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
             conditional_instructions: args.lcov_conditionals,
         },
     };
-    let mut conv = Converter::new(&symbols, clock, options.max_depth);
+    let mut conv = Converter::new(&symbols, clock, options.max_depth)
+        .with_decode_options(crate::jobs::decode_options());
     for (t, out) in targets.iter().zip(set.writers()) {
         match (t.format.open)(out, &setup) {
             Ok(sink) => conv.add_sink(sink),

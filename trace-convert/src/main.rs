@@ -13,6 +13,7 @@ use trace_convert::sinks::listing::events::{write_event, EventFormat};
 use trace_convert::sinks::listing::packets::{write_item, ListFormat};
 
 mod convert_cli;
+mod jobs;
 mod outputs_cli;
 mod typo;
 use convert_cli::ConvertArgs;
@@ -468,15 +469,20 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
                 .iter()
                 .filter_map(|s| images.get(&s.name).map(|m| (s.id, Arc::clone(m))))
                 .collect();
-            let summary = dec::decode_capture(
+            let memory = |name: &str| {
+                images
+                    .get(name)
+                    .cloned()
+                    .unwrap_or_else(|| Arc::clone(&fallback))
+            };
+            let mut decoder = dec::decoder(capture, memory)
+                .map_err(read_failure)?
+                .options(jobs::decode_options())
+                .build();
+            let summary = dec::run(
                 capture,
-                |name| {
-                    images
-                        .get(name)
-                        .cloned()
-                        .unwrap_or_else(|| Arc::clone(&fallback))
-                },
-                |e| {
+                &mut decoder,
+                &mut trace_core::capture::each_event(|e| {
                     let Some(format) = format else {
                         return Ok(());
                     };
@@ -487,7 +493,7 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
                         .instructions
                         .then(|| by_id.get(&e.id).map_or(&*fallback, |m| &**m));
                     write_event(out, format, e, mem)
-                },
+                }),
             )
             .map_err(read_failure)?;
             totals.0 += summary.bytes;

@@ -15,7 +15,8 @@
 //! handed for that share: a share the join cannot take over is decoded
 //! again on the calling thread, its part dropped, and its events handed
 //! on one by one ([`Delivery::Event`]). A worker's parser starts from a
-//! guessed timestamp base (see the [module](super) documentation), so the
+//! guessed timestamp base (see the parallel decode
+//! in the [module](super) documentation), so the
 //! values of the timestamp events a part sees may differ from the single
 //! pass's in their high-order bits: the join corrects the events it hands
 //! on, but not what a part made of them. Parts that read timestamp values
@@ -25,18 +26,14 @@
 //!
 //! Counting the instructions of each trace ID on the decoding threads:
 //!
-//! ```no_run
+//! ```
 //! use std::any::Any;
 //! use std::collections::BTreeMap;
-//! use std::path::Path;
 //! use std::sync::Arc;
-//! use trace_convert::decode::parallel::{
-//!     decode_capture_parts, DecodeOptions, Delivery, Part, Parts,
-//! };
-//! use trace_convert::decode::{memory_for, ExtraMemory};
-//! use trace_convert::input::{self, flags::SourceFlags};
+//! use trace_core::capture::{deliveries, CaptureDecoder, Delivery, Part, Parts};
 //! use trace_core::event::{Event, EventKind};
-//! use trace_core::memory::MemoryImage;
+//! use trace_core::frames::FrameMode;
+//! use trace_core::source::{Protocol, Regs};
 //!
 //! struct Count(u64);
 //!
@@ -65,34 +62,33 @@
 //!     }
 //! }
 //!
-//! let input = input::resolve(Path::new("snapshot"), &SourceFlags::default())?;
+//! let regs = Regs { etmcr: 0, etmccer: 0, etmidr: 0x4114_f310 };
+//! let capture: &[u8] = &[0, 0, 0, 0, 0, 0x80, 0x08, 0x00, 0x10, 0x00, 0x00, 0x01, 0x84];
+//! let mut decoder = CaptureDecoder::builder(FrameMode::Raw { id: 0x10 })
+//!     .source(regs.decoder_config(Protocol::Ptm, 0x10)?)
+//!     .parts(Arc::new(Counting))
+//!     .build();
 //! let mut per_id: BTreeMap<u8, u64> = BTreeMap::new();
-//! for capture in &input.captures {
-//!     let memory = |name: &str| -> Arc<dyn MemoryImage> {
-//!         let image = memory_for(input.snapshot.as_ref(), name, &ExtraMemory::default());
-//!         Arc::new(image.unwrap_or_default())
-//!     };
-//!     decode_capture_parts(capture, memory, &DecodeOptions::default(), Arc::new(Counting), |d| {
-//!         match d {
-//!             // Events of shares decoded on the calling thread.
-//!             Delivery::Event(e) | Delivery::Folded(e) => {
-//!                 if let EventKind::Range(r) = &e.kind {
-//!                     *per_id.entry(e.id).or_default() += u64::from(r.count);
-//!                 }
-//!             }
-//!             Delivery::Part { id, result, .. } => {
-//!                 *per_id.entry(id).or_default() += result.downcast::<u64>().map_or(0, |n| *n);
+//! decoder.run(capture, &mut deliveries(|d| {
+//!     match d {
+//!         // Events of shares decoded on the calling thread.
+//!         Delivery::Event(e) | Delivery::Folded(e) => {
+//!             if let EventKind::Range(r) = &e.kind {
+//!                 *per_id.entry(e.id).or_default() += u64::from(r.count);
 //!             }
 //!         }
-//!         Ok(())
-//!     })?;
-//! }
+//!         Delivery::Part { id, result, .. } => {
+//!             *per_id.entry(id).or_default() += result.downcast::<u64>().map_or(0, |n| *n);
+//!         }
+//!     }
+//!     Ok(())
+//! }))?;
 //! println!("{per_id:?}");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use crate::event::Event;
 use std::any::Any;
-use trace_core::event::Event;
 
 /// The work on one source's events in one chunk, done on a worker thread.
 pub trait Part: Send {
@@ -115,7 +111,7 @@ pub trait Parts: Send + Sync {
     fn keep_events(&self) -> bool;
 
     /// Whether the parts read the values of
-    /// [`EventKind::Timestamp`](trace_core::event::EventKind::Timestamp)
+    /// [`EventKind::Timestamp`](crate::event::EventKind::Timestamp)
     /// events (see the [module](self) documentation); by default, they do.
     fn reads_timestamps(&self) -> bool {
         true
