@@ -69,9 +69,7 @@ impl<T> PerId<T> {
         if let Some(old) = self.get_mut(id) {
             return Some(core::mem::replace(old, value));
         }
-        let Some(slot) = self.index.get_mut(usize::from(id)) else {
-            return None;
-        };
+        let slot = self.index.get_mut(usize::from(id))?;
         // At most 128 values: the index fits in a byte below NONE.
         *slot = u8::try_from(self.values.len()).unwrap_or(NONE);
         self.values.push((id, value));

@@ -219,6 +219,8 @@ fn reduce(e: &Event, idx: u64) -> Option<Elem> {
         // OpenCSD and DS-5 agree with the decode, is a false alarm and
         // fails the comparison.
         EventKind::Inconsistent { check, .. } => format!("inconsistent {}", check.name()),
+        // A later kind: by its name, a mismatch until it is reduced here.
+        other => other.name().into(),
     };
     let no_idx = matches!(e.kind, EventKind::NoSync);
     Some(Elem {

@@ -149,7 +149,8 @@ impl EventRecord {
                 r.expected = Some(expected);
                 r.traced = traced;
             }
-            EventKind::ExceptionReturn | EventKind::NoSync | EventKind::EndOfTrace => {}
+            // Kinds without fields, and any later kind: its name only.
+            _ => {}
         }
         r
     }
@@ -236,7 +237,7 @@ pub fn write_event<W: Write + ?Sized>(
         let n = r.count;
         for (k, i) in r.instructions(mem).enumerate() {
             let last = k as u32 + 1 == n;
-            let text = isa_decode::disassemble(i.opcode(), i.addr, r.isa.decode_isa())
+            let text = isa_decode::disassemble(i.opcode(), i.addr, r.isa)
                 .unwrap_or_else(|| "<undecodable>".into());
             let executed = !last || r.executed;
             match format {
@@ -336,6 +337,8 @@ pub fn write_event<W: Write + ?Sized>(
                 EventKind::ExceptionReturn => writeln!(out, "exception return"),
                 EventKind::NoSync => writeln!(out, "no sync"),
                 EventKind::EndOfTrace => writeln!(out, "end of trace"),
+                // A later kind: its name.
+                other => writeln!(out, "{}", other.name()),
             }
         }
     }
