@@ -186,34 +186,60 @@ impl Parser {
     }
 
     /// Continue the source's stream with `data`, whose first byte lies at
-    /// `offset`; hand every packet or error it completes to `each`, in
-    /// order. Each is handed on straight from the parser's result (`each`
-    /// is inlined: called through a pointer, it made one more copy of
-    /// every packet, whose just-written bytes the copy had to wait for).
+    /// `offset`; hand what `packet` or `error` makes of every packet or
+    /// error it completes to `each`, in order. Each is made straight from
+    /// the parser's result (`packet`, `error` and `each` are inlined:
+    /// called through pointers, they made one more copy of every packet,
+    /// whose just-written bytes the copy had to wait for).
+    #[cfg(feature = "parallel")]
     #[inline]
-    pub(crate) fn feed(
+    pub(crate) fn feed<O>(
         &mut self,
         offset: u64,
         data: &[u8],
-        mut each: impl FnMut(Result<(u64, AnyPacket), PacketError>),
+        packet: impl Fn(u64, AnyPacket) -> O,
+        error: impl Fn(PacketError) -> O,
+        mut each: impl FnMut(O),
     ) {
         match self {
             Parser::Etm(p) => {
                 for r in p.feed_at(offset, data) {
                     each(match r {
-                        Ok((o, packet)) => Ok((o, AnyPacket::Etm(packet))),
-                        Err(e) => Err(PacketError::Etm(e)),
+                        Ok((o, pk)) => packet(o, AnyPacket::Etm(pk)),
+                        Err(e) => error(PacketError::Etm(e)),
                     });
                 }
             }
             Parser::Ptm(p) => {
                 for r in p.feed_at(offset, data) {
                     each(match r {
-                        Ok((o, packet)) => Ok((o, AnyPacket::Ptm(packet))),
-                        Err(e) => Err(PacketError::Ptm(e)),
+                        Ok((o, pk)) => packet(o, AnyPacket::Ptm(pk)),
+                        Err(e) => error(PacketError::Ptm(e)),
                     });
                 }
             }
+        }
+    }
+
+    /// [`Parser::feed`] appending demultiplexer items of source `id` to
+    /// `out`.
+    #[inline]
+    fn push(&mut self, id: u8, offset: u64, data: &[u8], out: &mut Vec<Item>) {
+        match self {
+            Parser::Etm(p) => push_items(
+                p.feed_at(offset, data),
+                id,
+                AnyPacket::Etm,
+                PacketError::Etm,
+                out,
+            ),
+            Parser::Ptm(p) => push_items(
+                p.feed_at(offset, data),
+                id,
+                AnyPacket::Ptm,
+                PacketError::Ptm,
+                out,
+            ),
         }
     }
 
@@ -291,12 +317,31 @@ impl Parser {
     }
 }
 
-/// The demultiplexer's item for `r`, of source `id`.
-#[inline(always)]
-fn item(id: u8, r: Result<(u64, AnyPacket), PacketError>) -> Item {
-    match r {
-        Ok((offset, packet)) => Item::Packet { id, offset, packet },
-        Err(error) => Item::Error { id, error },
+/// Append a parser's items to `out` as demultiplexer items of source `id`.
+/// Each item is written into `out` straight from the parser's result
+/// (`packet` and `error` are inlined: called through pointers, they made
+/// one more copy of every packet, whose just-written bytes the copy had
+/// to wait for).
+#[inline]
+fn push_items<P, E>(
+    items: impl Iterator<Item = Result<(u64, P), E>>,
+    id: u8,
+    packet: impl Fn(P) -> AnyPacket,
+    error: impl Fn(E) -> PacketError,
+    out: &mut Vec<Item>,
+) {
+    for r in items {
+        out.push(match r {
+            Ok((offset, p)) => Item::Packet {
+                id,
+                offset,
+                packet: packet(p),
+            },
+            Err(e) => Item::Error {
+                id,
+                error: error(e),
+            },
+        });
     }
 }
 
@@ -386,7 +431,7 @@ impl Demux {
             None => {
                 let id = self.raw_id;
                 match self.sources.get_mut(id) {
-                    Some(p) => p.feed(base, chunk, |r| out.push(item(id, r))),
+                    Some(p) => p.push(id, base, chunk, out),
                     None => {
                         for (i, part) in chunk.chunks(15).enumerate() {
                             out.push(Item::Unconfigured {
@@ -403,9 +448,7 @@ impl Demux {
                             let id = run.id;
                             let any = self.any_id;
                             match self.sources.get_or_insert_with(id, || any.map(Parser::new)) {
-                                Some(p) => {
-                                    p.feed(run.offset, run.data(), |r| out.push(item(id, r)))
-                                }
+                                Some(p) => p.push(id, run.offset, run.data(), out),
                                 None => out.push(Item::Unconfigured { run }),
                             }
                         }

@@ -84,12 +84,17 @@ impl<T> PerId<T> {
         id: u8,
         make: impl FnOnce() -> Option<T>,
     ) -> Option<&mut T> {
-        if !self.contains(id) {
-            if usize::from(id) >= TRACE_IDS {
-                return None;
-            }
-            self.insert(id, make()?);
+        let i = usize::from(*self.index.get(usize::from(id))?);
+        if i < self.values.len() {
+            return self.values.get_mut(i).map(|(_, v)| v);
         }
+        self.insert_made(id, make)
+    }
+
+    /// [`PerId::get_or_insert_with`] for a trace ID without a value.
+    #[cold]
+    fn insert_made(&mut self, id: u8, make: impl FnOnce() -> Option<T>) -> Option<&mut T> {
+        self.insert(id, make()?);
         self.get_mut(id)
     }
 

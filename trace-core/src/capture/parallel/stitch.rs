@@ -58,13 +58,8 @@ pub(super) use crate::demux::Parser as PacketParser;
 /// Continue a source's stream with `data`, whose first byte lies at
 /// `offset`; hand on every item it completes, in order.
 #[inline]
-pub(super) fn feed(parser: &mut PacketParser, offset: u64, data: &[u8], mut each: impl FnMut(Op)) {
-    parser.feed(offset, data, |r| {
-        each(match r {
-            Ok((o, packet)) => Op::Packet(o, packet),
-            Err(e) => Op::Error(e.offset()),
-        });
-    });
+pub(super) fn feed(parser: &mut PacketParser, offset: u64, data: &[u8], each: impl FnMut(Op)) {
+    parser.feed(offset, data, Op::Packet, |e| Op::Error(e.offset()), each);
 }
 
 /// End of the capture: the error for an incomplete packet or unreported
