@@ -1,6 +1,7 @@
 //! Invariant checks shared by the libFuzzer targets (`fuzz_targets/*.rs`)
-//! and the stable smoke test (`trace-convert/tests/fuzz_smoke.rs`, which
-//! includes this file with `#[path]`). Every function panics when an
+//! and the stable smoke test
+//! (`trace-convert/tests/integration/fuzz_smoke.rs`, which includes this
+//! file with `#[path]`). Every function panics when an
 //! invariant fails; libFuzzer reports the panic as a crash.
 
 use std::sync::Arc;

@@ -184,6 +184,16 @@ impl Names {
         }
     }
 
+    /// Names given in order (`FuncId(0)`, `FuncId(1)`, ...), for tests.
+    #[cfg(test)]
+    pub(crate) fn listed(names: &[&str]) -> Names {
+        let mut n = Names::default();
+        for (i, name) in (0u32..).zip(names) {
+            n.intern(NameKey::Addr(i), || (*name).to_owned());
+        }
+        n
+    }
+
     fn inline(&mut self, symbols: &Symbolizer, name: u32) -> FuncId {
         self.intern(NameKey::Inline(name), || symbols.inline_name(name))
     }

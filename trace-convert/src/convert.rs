@@ -5,6 +5,7 @@
 //! use std::path::Path;
 //! use trace_convert::convert::{self, Converter, ConvertOptions};
 //! use trace_convert::decode::ExtraMemory;
+//! use trace_convert::progress::NoProgress;
 //! use trace_convert::sinks::folded::{FoldedSink, Weight};
 //! use trace_convert::input::{self, flags::SourceFlags};
 //! use trace_convert::sinks::SharedBuffer;
@@ -16,7 +17,7 @@
 //! let options = ConvertOptions::default();
 //! let mut conv = Converter::new(&symbols, options.clock_for(&input), options.max_depth);
 //! conv.add_sink(Box::new(FoldedSink::new(folded.clone(), Weight::Instructions)));
-//! let report = convert::convert_input(&input, &ExtraMemory::default(), conv, false)?;
+//! let report = convert::convert_input(&input, &ExtraMemory::default(), conv, &mut NoProgress)?;
 //! println!("{}", String::from_utf8_lossy(&folded.bytes()));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -32,7 +33,7 @@ use crate::packets::ReadError;
 use crate::progress::Progress;
 use crate::sinks::{is_instant, DynSink, EventCtx, Flow, Interest, RunInfo, SourceName, ThreadKey};
 use crate::symbols::{SymbolError, Symbolizer};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -886,34 +887,6 @@ fn annotate(sink: &str, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("{sink} output: {e}"))
 }
 
-/// Memory images by source name.
-pub type Images = HashMap<String, Arc<dyn MemoryImage>>;
-
-/// Memory images of every source of `input`, by source name, and the
-/// image for anything else.
-///
-/// # Errors
-///
-/// [`MemoryError`] when a dump or file cannot be loaded.
-pub fn load_images(
-    input: &Input,
-    extra: &ExtraMemory,
-) -> Result<(Images, Arc<dyn MemoryImage>), MemoryError> {
-    let mut images: Images = HashMap::new();
-    for capture in &input.captures {
-        for s in &capture.sources {
-            if images.contains_key(&s.name) {
-                continue;
-            }
-            let m = dec::memory_for(input.snapshot.as_ref(), &s.name, extra)?;
-            images.insert(s.name.clone(), Arc::new(m));
-        }
-    }
-    let fallback: Arc<dyn MemoryImage> =
-        Arc::new(dec::memory_for(input.snapshot.as_ref(), "", extra)?);
-    Ok((images, fallback))
-}
-
 /// The sources of `input` as the outputs name them, each with its core
 /// ([`core_label`]).
 #[must_use]
@@ -949,8 +922,7 @@ pub fn core_label(input: &Input, source: &SourceSpec) -> Option<String> {
 }
 
 /// Decode every capture of `input` once, feeding `conv`; then finish it.
-/// `progress` shows a progress bar (when standard error is a terminal and
-/// the capture is large).
+/// `progress` is told how far decoding has got in each capture.
 ///
 /// # Errors
 ///
@@ -961,9 +933,9 @@ pub fn convert_input(
     input: &Input,
     extra: &ExtraMemory,
     mut conv: Converter<'_>,
-    progress: bool,
+    progress: &mut impl Progress,
 ) -> Result<ConvertReport, ConvertError> {
-    let (images, fallback) = load_images(input, extra)?;
+    let images = input.images(extra)?;
     let sources = source_names(input);
     let name = input
         .captures
@@ -983,16 +955,11 @@ pub fn convert_input(
                 .rev()
                 .find(|s| usize::from(s.id) == id)
                 .and_then(|s| images.get(&s.name))
-                .map_or(&*fallback, |m| &**m)
+                .map_or(&**images.other(), |m| &**m)
         }));
         let by_id = ById(&by_id);
-        let mut bar = Progress::new(size, progress, &capture.path);
-        let memory = |name: &str| {
-            images
-                .get(name)
-                .cloned()
-                .unwrap_or_else(|| Arc::clone(&fallback))
-        };
+        progress.start(&capture.path, size);
+        let memory = |name: &str| images.of(name);
         let mut decoder = dec::decoder(capture, memory)
             .map_err(|source| ConvertError::Read {
                 path: capture.path.clone(),
@@ -1009,17 +976,17 @@ pub fn convert_input(
             &mut Feed {
                 conv: &mut conv,
                 memory: by_id,
-                bar: &mut bar,
+                progress: &mut *progress,
             },
         );
         match summary {
             Ok(summary) => {
-                bar.done();
+                progress.done();
                 conv.add_parsed(&summary.parsed);
             }
             // Every sink stopped: the rest of the input is not needed.
             Err(ReadError::Output(e)) if is_stop(&e) => {
-                bar.done();
+                progress.done();
                 break;
             }
             Err(source) => {
@@ -1036,14 +1003,14 @@ pub fn convert_input(
 /// What a decode hands a conversion: events in slices on one thread, and
 /// every delivery of a parallel decode (work of a sink done on the
 /// decoding threads comes as parts).
-struct Feed<'c, 'a, 'm> {
+struct Feed<'c, 'a, 'm, P> {
     conv: &'c mut Converter<'a>,
     /// The memory image of each trace ID.
     memory: ById<'m>,
-    bar: &'c mut Progress,
+    progress: &'c mut P,
 }
 
-impl Consumer for Feed<'_, '_, '_> {
+impl<P: Progress> Consumer for Feed<'_, '_, '_, P> {
     // The converter counts the events for its report itself.
     const COUNTS: bool = false;
     const SLICES: bool = true;
@@ -1051,8 +1018,8 @@ impl Consumer for Feed<'_, '_, '_> {
     #[inline(always)]
     fn take(&mut self, d: Delivery<'_>) -> io::Result<()> {
         match d {
-            Delivery::Event(e) | Delivery::Folded(e) => self.bar.at(e.offset),
-            Delivery::Part { chunk_end, .. } => self.bar.at(chunk_end),
+            Delivery::Event(e) | Delivery::Folded(e) => self.progress.at(e.offset),
+            Delivery::Part { chunk_end, .. } => self.progress.at(chunk_end),
         }
         self.conv.deliver_from(d, self.memory)
     }
@@ -1060,7 +1027,7 @@ impl Consumer for Feed<'_, '_, '_> {
     #[inline(always)]
     fn take_slice(&mut self, events: &[Event]) -> io::Result<()> {
         if let Some(last) = events.last() {
-            self.bar.at(last.offset);
+            self.progress.at(last.offset);
         }
         self.conv.take_slice(events, self.memory)
     }
@@ -1068,7 +1035,7 @@ impl Consumer for Feed<'_, '_, '_> {
     #[inline(always)]
     fn take_run(&mut self, run: &[(u64, Event)], folded: bool) -> io::Result<()> {
         if let Some((_, last)) = run.last() {
-            self.bar.at(last.offset);
+            self.progress.at(last.offset);
         }
         self.conv
             .take_each(run.iter().map(|(_, e)| e), self.memory, !folded)

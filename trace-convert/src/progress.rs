@@ -1,57 +1,31 @@
-//! A progress bar on standard error for long conversions: shown only when
-//! standard error is a terminal and the capture is larger than
-//! [`MIN_BYTES`].
+//! How far a conversion has got, for whoever shows it: the command line
+//! draws a progress bar, a library user may report it elsewhere or not at
+//! all ([`NoProgress`]).
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::IsTerminal;
 use std::path::Path;
 
-/// Captures smaller than this get no bar.
-pub const MIN_BYTES: u64 = 4 << 20;
-
-/// Progress through one capture, by byte offset.
-#[derive(Debug)]
-pub struct Progress {
-    bar: Option<ProgressBar>,
-    calls: u32,
+/// Told how far decoding has got through each capture.
+///
+/// [`Progress::at`] is called for every event or batch of events: keep it
+/// cheap (count calls, look at the offset now and then).
+pub trait Progress {
+    /// Decoding of the capture `path`, `size` bytes, starts.
+    fn start(&mut self, path: &Path, size: u64);
+    /// Decoding has reached byte `offset` of the capture.
+    fn at(&mut self, offset: u64);
+    /// Decoding of the capture has ended.
+    fn done(&mut self);
 }
 
-impl Progress {
-    /// A bar for a capture of `size` bytes, when `wanted`, standard error
-    /// is a terminal and `size` is at least [`MIN_BYTES`].
-    #[must_use]
-    pub fn new(size: u64, wanted: bool, path: &Path) -> Progress {
-        let show = wanted && size >= MIN_BYTES && std::io::stderr().is_terminal();
-        let bar = show.then(|| {
-            let bar = ProgressBar::with_draw_target(Some(size), ProgressDrawTarget::stderr());
-            if let Ok(style) = ProgressStyle::with_template(
-                "{msg} [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
-            ) {
-                bar.set_style(style.progress_chars("=> "));
-            }
-            bar.set_message(
-                path.file_name()
-                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
-            );
-            bar
-        });
-        Progress { bar, calls: 0 }
-    }
+/// No progress shown.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoProgress;
 
-    /// Decoding has reached byte `offset`.
-    pub fn at(&mut self, offset: u64) {
-        if let Some(bar) = &self.bar {
-            self.calls = self.calls.wrapping_add(1);
-            if self.calls % 4096 == 0 && offset > bar.position() {
-                bar.set_position(offset);
-            }
-        }
-    }
-
-    /// Remove the bar.
-    pub fn done(&mut self) {
-        if let Some(bar) = self.bar.take() {
-            bar.finish_and_clear();
-        }
-    }
+impl Progress for NoProgress {
+    #[inline(always)]
+    fn start(&mut self, _path: &Path, _size: u64) {}
+    #[inline(always)]
+    fn at(&mut self, _offset: u64) {}
+    #[inline(always)]
+    fn done(&mut self) {}
 }

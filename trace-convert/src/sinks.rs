@@ -1,5 +1,6 @@
 //! Every output of the toolkit: the converters fed by one decode pass
-//! (Chrome JSON, Perfetto, LCOV, folded stacks, saved events) and the
+//! (Chrome JSON, Perfetto, LCOV, folded stacks, the per-function report,
+//! AutoFDO profiles, saved events) and the
 //! `packets` and `decode` listings ([`listing`]).
 //!
 //! The [`convert`](crate::convert) driver decodes once and hands every
@@ -47,6 +48,7 @@
 //!
 //! [`EventKind::EndOfTrace`]: trace_core::event::EventKind::EndOfTrace
 
+pub mod autofdo;
 pub mod chrome;
 pub mod events_file;
 pub mod folded;
@@ -54,6 +56,7 @@ pub mod lcov;
 pub mod listing;
 pub mod perfetto;
 pub mod registry;
+pub mod report;
 
 mod context;
 mod dyn_sink;

@@ -455,6 +455,12 @@ impl Symbolizer {
         self.inline_names.borrow().get(name).to_owned()
     }
 
+    /// The ELF files added, in order.
+    #[must_use]
+    pub fn files(&self) -> &[PathBuf] {
+        &self.files
+    }
+
     /// No ELF file was given (names will all be addresses).
     #[must_use]
     pub fn is_empty(&self) -> bool {

@@ -84,6 +84,11 @@ pub struct PerfSpec {
     pub mmaps: Vec<PerfMmap>,
     /// The AUXTRACE buffers.
     pub buffers: Vec<AuxBuffer>,
+    /// The event attribute's `config`; `None`: the first source's ETMCR
+    /// word, as `perf record` writes it. (Linux perf 6.1 decodes a
+    /// per-thread recording only when bit 28, timestamps, is clear here;
+    /// the AUXTRACE_INFO words keep ETMCR, which says how to parse.)
+    pub attr_config: Option<u64>,
 }
 
 /// Overwrite the first 16 bytes of `data` (or fewer) with four
@@ -261,7 +266,9 @@ pub fn write_perf_data(spec: &PerfSpec) -> Vec<u8> {
     if !spec.piped {
         out.0.resize(104, 0);
     }
-    let config = spec.sources.first().map_or(0, |s| u64::from(s.etmcr));
+    let config = spec
+        .attr_config
+        .unwrap_or_else(|| spec.sources.first().map_or(0, |s| u64::from(s.etmcr)));
     let per_cpu = spec.buffers.iter().any(|b| b.cpu.is_some());
     // Attribute section (file mode): the attribute, then its ID section.
     let mut attrs_at = 0;

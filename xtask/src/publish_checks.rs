@@ -98,7 +98,8 @@ fn combinations(features: &[String]) -> Vec<Vec<String>> {
 /// Lint every library crate's library in each feature combination of
 /// [`combinations`], with warnings denied (clippy checks it as `cargo
 /// check` does, and shares the dependencies' builds with the workspace's
-/// lint run).
+/// lint run); then check that `trace-convert`'s library leaves the
+/// command-line crates out ([`cli_stays_in_the_binary`]).
 pub fn features() -> Result<(), String> {
     for krate in library_crates()? {
         for combination in combinations(&krate.features) {
@@ -108,7 +109,57 @@ pub fn features() -> Result<(), String> {
             cargo(&args)?;
         }
     }
-    Ok(())
+    cli_stays_in_the_binary()
+}
+
+/// Crates only the `trace-convert` command uses (argument parsing,
+/// progress bar, spelling suggestions): its library, built without the
+/// default `cli` feature, must not depend on any of them.
+const CLI_ONLY: [&str; 3] = ["clap", "indicatif", "strsim"];
+
+/// `trace-convert`'s library without default features depends on none
+/// of [`CLI_ONLY`] (checked on its resolved dependency tree).
+fn cli_stays_in_the_binary() -> Result<(), String> {
+    let args = [
+        "tree",
+        "-p",
+        "trace-convert",
+        "--no-default-features",
+        "--edges",
+        "normal",
+        "--prefix",
+        "none",
+        "--format",
+        "{p}",
+    ];
+    eprintln!("xtask: cargo {}", args.join(" "));
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .map_err(|e| format!("cannot run cargo tree: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cargo tree failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let tree = String::from_utf8_lossy(&out.stdout);
+    let found: Vec<&str> = CLI_ONLY
+        .into_iter()
+        .filter(|c| {
+            tree.lines()
+                .any(|l| l.split_whitespace().next() == Some(*c))
+        })
+        .collect();
+    if found.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "trace-convert's library without the `cli` feature depends on {}: keep command-line crates behind that feature",
+            found.join(", ")
+        ))
+    }
 }
 
 /// The workspace's `rust-version`, from its `Cargo.toml`.

@@ -2,6 +2,7 @@
 //! protocol, the layout, and register bits set one by one.
 
 use super::source::{CaptureSpec, Protocol, SourceRegs, SourceSpec};
+use super::{Input, InputError, Kind};
 use std::path::Path;
 use trace_core::frames::FrameMode;
 
@@ -60,6 +61,10 @@ pub struct SourceFlags {
     /// Where the files mapped in a perf.data recording are found, by
     /// their absolute path under it (`--symfs`).
     pub symfs: Option<std::path::PathBuf>,
+    /// The build-ID cache where the files mapped in a perf.data recording
+    /// are also looked for, by build ID (`perf`'s `$PERF_BUILDID_DIR`,
+    /// else `~/.debug`, as the command line fills it in); `None`: none.
+    pub build_id_cache: Option<std::path::PathBuf>,
 }
 
 /// Typical ETMv3.5 ETMIDR (Cortex-A7) and ETMCCER (timestamps implemented,
@@ -185,6 +190,22 @@ impl SourceFlags {
             range: None,
         })
     }
+}
+
+/// The capture file `path` as an input, described by `flags`.
+///
+/// # Errors
+///
+/// [`InputError::NoProtocol`] when `flags` give no protocol.
+pub fn open(path: &Path, flags: &SourceFlags) -> Result<Input, InputError> {
+    let capture = flags
+        .capture(path)
+        .ok_or_else(|| InputError::NoProtocol(path.to_path_buf()))?;
+    Ok(Input {
+        kind: Kind::Capture,
+        captures: vec![capture],
+        snapshot: None,
+    })
 }
 
 #[cfg(test)]

@@ -1,15 +1,34 @@
-//! Where trace comes from: snapshot directories, or capture files described
-//! by command-line flags.
+//! Where trace comes from. One detection ([`Kind::detect`]) tells the
+//! kinds of input apart and one entry ([`resolve`]) hands the path to the
+//! module of its kind, each of which returns the same [`Input`]: the
+//! captures to decode and what their memory images are made of.
+//!
+//! - [`snapshot`]: snapshot directories (`snapshot.ini`, device files,
+//!   memory dumps, trace buffers), with [`ini`] and [`folder`];
+//! - [`perf`]: `perf.data` recordings (AUX trace, AUXTRACE_INFO, the
+//!   mapped files as memory);
+//! - [`flags`]: a capture file described by command-line flags.
+//!
+//! [`source`] describes captures and their sources for all of them,
+//! [`refine`] applies the flags to the sources a snapshot or recording
+//! describes, [`memory`] loads the images, [`files`] lists what an input
+//! reads. A new kind of input is a module here, a [`Kind`] and an arm of
+//! [`resolve`].
 
+pub mod files;
 pub mod flags;
 pub mod folder;
 pub mod ini;
+pub mod kind;
+pub mod memory;
 pub mod perf;
+pub mod refine;
 pub mod shown;
 pub mod snapshot;
 pub mod source;
 
 use flags::SourceFlags;
+pub use kind::Kind;
 use snapshot::{Snapshot, SnapshotError};
 use source::{CaptureSpec, Protocol, SourceSpec};
 use std::path::{Path, PathBuf};
@@ -63,21 +82,28 @@ pub enum InputError {
     },
 }
 
-/// A resolved input: the captures to decode and, for snapshots, the
-/// snapshot they came from (memory dumps, cores).
+/// A resolved input: the captures to decode and, for snapshots and
+/// perf.data recordings, the snapshot they describe (cores with their
+/// memory dumps, the files read, notes).
 #[derive(Debug, Clone)]
 pub struct Input {
+    /// What kind of input it was.
+    pub kind: Kind,
     /// Captures, one per trace buffer.
     pub captures: Vec<CaptureSpec>,
-    /// The snapshot, when the input was a snapshot directory.
+    /// The snapshot, when the input was a snapshot directory (or a
+    /// perf.data recording, described as one: its mapped files are the
+    /// memory dumps of its CPUs).
     pub snapshot: Option<Snapshot>,
 }
 
 /// Resolve `path`, a snapshot directory, a perf.data file (known by its
-/// magic) or a capture file, with `flags`.
+/// magic) or a capture file ([`Kind::detect`]), with `flags`, by the
+/// module of its kind.
 ///
 /// For a snapshot or a perf.data file, register-level flags refine every
-/// source's registers and `--trace-id` keeps only that source.
+/// source's registers and `--trace-id` keeps only that source
+/// ([`refine::refine`]).
 ///
 /// # Errors
 ///
@@ -85,88 +111,17 @@ pub struct Input {
 /// names no buffer, the perf.data file is damaged or holds no ETMv3/PTM
 /// trace, or a capture file comes without a protocol.
 pub fn resolve(path: &Path, flags: &SourceFlags) -> Result<Input, InputError> {
-    if !path.is_dir() && starts_like_perf_data(path) {
-        let input = perf::resolve::resolve(path, flags.symfs.as_deref())?;
-        return refine(path, input, flags);
-    }
-    if path.is_dir() {
-        let snap = Snapshot::read(path)?;
-        let captures = CaptureSpec::from_snapshot(&snap);
-        if captures.is_empty() {
-            return Err(InputError::NoBuffers(path.to_path_buf()));
+    match Kind::detect(path)? {
+        Kind::Snapshot => refine::refine(path, snapshot::open(path)?, flags),
+        Kind::PerfData => {
+            let lookup = perf::resolve::Lookup {
+                symfs: flags.symfs.as_deref(),
+                build_id_cache: flags.build_id_cache.as_deref(),
+            };
+            refine::refine(path, perf::resolve::resolve(path, lookup)?, flags)
         }
-        return refine(
-            path,
-            Input {
-                captures,
-                snapshot: Some(snap),
-            },
-            flags,
-        );
+        Kind::Capture => flags::open(path, flags),
     }
-    if !path.exists() {
-        return Err(InputError::NotFound(path.to_path_buf()));
-    }
-    let capture = flags
-        .capture(path)
-        .ok_or_else(|| InputError::NoProtocol(path.to_path_buf()))?;
-    Ok(Input {
-        captures: vec![capture],
-        snapshot: None,
-    })
-}
-
-/// Whether the regular file `path` starts with the perf.data magic.
-fn starts_like_perf_data(path: &Path) -> bool {
-    use std::io::Read;
-    let mut head = [0u8; 8];
-    trace_core::memory::open_regular(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok()
-        && perf::is_perf_data(&head)
-}
-
-/// Apply `flags` to the sources of `input` (a snapshot's or a perf.data
-/// file's): `--trace-id` keeps only that source, register-level flags
-/// refine every source's registers.
-fn refine(path: &Path, input: Input, flags: &SourceFlags) -> Result<Input, InputError> {
-    let Input {
-        mut captures,
-        snapshot,
-    } = input;
-    {
-        if let Some(id) = flags.trace_id {
-            let all: Vec<&SourceSpec> = captures.iter().flat_map(|c| &c.sources).collect();
-            if !all.iter().any(|s| s.id == id) {
-                let present = all
-                    .iter()
-                    .map(|s| format!("{:#04x} ({})", s.id, s.name))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                return Err(InputError::NoSuchTraceId {
-                    path: path.to_path_buf(),
-                    id,
-                    present: if present.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        present
-                    },
-                });
-            }
-        }
-        for cap in &mut captures {
-            if let Some(id) = flags.trace_id {
-                cap.sources.retain(|s| s.id == id);
-            }
-            for s in &mut cap.sources {
-                if let Some(p) = flags.protocol {
-                    s.protocol = p;
-                }
-                s.regs = flags.apply(s.regs);
-            }
-        }
-    }
-    Ok(Input { captures, snapshot })
 }
 
 impl SourceSpec {

@@ -6,6 +6,8 @@
 use super::folder::{is_escape, relative, Folder};
 use super::ini::{parse_u64, Ini, IniError, Section};
 use super::shown::shown;
+use super::source::CaptureSpec;
+use super::{Input, InputError, Kind};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use trace_core::memory::Space;
@@ -175,6 +177,83 @@ pub struct Snapshot {
     pub notes: Vec<String>,
 }
 
+/// The snapshot directory `dir` as an input: one capture per trace
+/// buffer, the snapshot for the memory of its cores.
+///
+/// # Errors
+///
+/// [`InputError::Snapshot`] when the snapshot is broken,
+/// [`InputError::NoBuffers`] when it names no trace buffer.
+pub fn open(dir: &Path) -> Result<Input, InputError> {
+    let snap = Snapshot::read(dir)?;
+    let captures = CaptureSpec::from_snapshot(&snap);
+    if captures.is_empty() {
+        return Err(InputError::NoBuffers(dir.to_path_buf()));
+    }
+    Ok(Input {
+        kind: Kind::Snapshot,
+        captures,
+        snapshot: Some(snap),
+    })
+}
+
+/// Whether `dir` looks like a snapshot directory: it holds a
+/// `snapshot.ini` file.
+#[must_use]
+pub fn is_snapshot(dir: &Path) -> bool {
+    dir.join("snapshot.ini").is_file()
+}
+
+/// The devices of `[device_list]` of `ini` (the `snapshot.ini` at
+/// `top`), each file read once, a later device of the same name replacing
+/// the earlier; notes for what is repeated and for the dumps.
+fn read_devices(
+    folder: &Folder,
+    top: &Path,
+    ini: &Ini,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Device>, SnapshotError> {
+    let mut devices: Vec<Device> = Vec::new();
+    let mut files = Files::default();
+    if let Some(list) = ini.section("device_list") {
+        let mut listed: HashSet<PathBuf> = HashSet::new();
+        let mut repeated: BTreeMap<PathBuf, usize> = BTreeMap::new();
+        for (_, file) in &list.entries {
+            let rel = inside(top, file)?;
+            if !listed.insert(rel.clone()) {
+                *repeated.entry(rel).or_default() += 1;
+                continue;
+            }
+            let device = read_device(folder, &rel, &mut files, notes)?;
+            match devices.iter_mut().find(|d| d.name == device.name) {
+                Some(earlier) => {
+                    notes.push(format!(
+                        "{} and {} both name a device {}: the one listed later ({}) is used",
+                        shown_path(&earlier.file),
+                        shown_path(&device.file),
+                        shown(&device.name),
+                        shown_path(&device.file),
+                    ));
+                    *earlier = device;
+                }
+                None => devices.push(device),
+            }
+        }
+        for (rel, n) in repeated {
+            notes.push(format!(
+                "{}: {} is listed {} times in [device_list]: it is read once",
+                top.display(),
+                shown_path(&rel),
+                n + 1
+            ));
+        }
+    }
+    for d in &devices {
+        note_dumps(d, &files, notes);
+    }
+    Ok(devices)
+}
+
 impl Snapshot {
     /// Read the snapshot in `dir`.
     ///
@@ -191,44 +270,7 @@ impl Snapshot {
         let mut notes = Vec::new();
         let top = dir.join("snapshot.ini");
         let ini = read_ini(&folder, Path::new("snapshot.ini"), &mut notes)?;
-        let mut devices: Vec<Device> = Vec::new();
-        let mut files = Files::default();
-        if let Some(list) = ini.section("device_list") {
-            let mut listed: HashSet<PathBuf> = HashSet::new();
-            let mut repeated: BTreeMap<PathBuf, usize> = BTreeMap::new();
-            for (_, file) in &list.entries {
-                let rel = inside(&top, file)?;
-                if !listed.insert(rel.clone()) {
-                    *repeated.entry(rel).or_default() += 1;
-                    continue;
-                }
-                let device = read_device(&folder, &rel, &mut files, &mut notes)?;
-                match devices.iter_mut().find(|d| d.name == device.name) {
-                    Some(earlier) => {
-                        notes.push(format!(
-                            "{} and {} both name a device {}: the one listed later ({}) is used",
-                            shown_path(&earlier.file),
-                            shown_path(&device.file),
-                            shown(&device.name),
-                            shown_path(&device.file),
-                        ));
-                        *earlier = device;
-                    }
-                    None => devices.push(device),
-                }
-            }
-            for (rel, n) in repeated {
-                notes.push(format!(
-                    "{}: {} is listed {} times in [device_list]: it is read once",
-                    top.display(),
-                    shown_path(&rel),
-                    n + 1
-                ));
-            }
-        }
-        for d in &devices {
-            note_dumps(d, &files, &mut notes);
-        }
+        let devices = read_devices(&folder, &top, &ini, &mut notes)?;
         let mut snap = Snapshot {
             dir: dir.to_path_buf(),
             folder,
@@ -239,12 +281,20 @@ impl Snapshot {
             timestamp_hz: None,
             notes,
         };
-        let Some(meta) = ini.section("trace").and_then(|s| s.get("metadata")) else {
-            return Ok(snap);
-        };
-        let trace_rel = inside(&top, meta)?;
-        let trace_path = dir.join(&trace_rel);
-        let trace = read_ini(&snap.folder, &trace_rel, &mut snap.notes)?;
+        if let Some(meta) = ini.section("trace").and_then(|s| s.get("metadata")) {
+            let trace_rel = inside(&top, meta)?;
+            snap.read_trace(&trace_rel)?;
+        }
+        Ok(snap)
+    }
+
+    /// Read the trace metadata file `trace_rel` (`trace.ini`, relative to
+    /// the folder): the buffers, which source each holds, which core each
+    /// source traces, the timestamp frequency.
+    fn read_trace(&mut self, trace_rel: &Path) -> Result<(), SnapshotError> {
+        let dir = self.dir.clone();
+        let trace_path = dir.join(trace_rel);
+        let trace = read_ini(&self.folder, trace_rel, &mut self.notes)?;
         let names = trace
             .section("trace_buffers")
             .and_then(|s| s.get("buffers"))
@@ -254,7 +304,7 @@ impl Snapshot {
             })?;
         let mut repeated: BTreeMap<&str, usize> = BTreeMap::new();
         for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            if snap.buffers.iter().any(|b| b.name == name) {
+            if self.buffers.iter().any(|b| b.name == name) {
                 *repeated.entry(name).or_default() += 1;
                 continue;
             }
@@ -262,27 +312,38 @@ impl Snapshot {
                 path: trace_path.clone(),
                 what: format!("[{0}] section for buffer {0}", shown(name)),
             })?;
-            snap.buffers.push(read_buffer(dir, &trace_path, sec)?);
+            self.buffers.push(read_buffer(&dir, &trace_path, sec)?);
         }
         for (name, n) in repeated {
-            snap.notes.push(format!(
+            self.notes.push(format!(
                 "{}: buffer {} is listed {} times in [trace_buffers] buffers: it is decoded once",
                 trace_path.display(),
                 shown(name),
                 n + 1
             ));
         }
+        self.read_bindings(&trace, &trace_path);
+        if let Some(f) = trace.section("timestamp").and_then(|s| s.get("frequency")) {
+            self.timestamp_hz = Some(number(&trace_path, "frequency", f)?);
+        }
+        Ok(())
+    }
+
+    /// `[source_buffers]` and `[core_trace_sources]` of the trace
+    /// metadata `trace` (read from `trace_path`), with a note for what
+    /// binds nothing.
+    fn read_bindings(&mut self, trace: &Ini, trace_path: &Path) {
         match trace.section("source_buffers") {
-            None if !snap.buffers.is_empty() => snap.notes.push(format!(
+            None if !self.buffers.is_empty() => self.notes.push(format!(
                 "{}: no [source_buffers] section: no trace source is bound to a buffer, so nothing is decoded",
                 trace_path.display()
             )),
             _ => {}
         }
-        snap.source_buffers = pairs(&trace, "source_buffers");
-        for (source, buffer) in &snap.source_buffers {
-            if snap.buffer(buffer).is_none() {
-                snap.notes.push(format!(
+        self.source_buffers = pairs(trace, "source_buffers");
+        for (source, buffer) in &self.source_buffers {
+            if self.buffer(buffer).is_none() {
+                self.notes.push(format!(
                     "{}: [source_buffers] binds {} to {}, which is not a listed buffer: it is not decoded",
                     trace_path.display(),
                     shown(source),
@@ -290,11 +351,7 @@ impl Snapshot {
                 ));
             }
         }
-        snap.core_sources = pairs(&trace, "core_trace_sources");
-        if let Some(f) = trace.section("timestamp").and_then(|s| s.get("frequency")) {
-            snap.timestamp_hz = Some(number(&trace_path, "frequency", f)?);
-        }
-        Ok(snap)
+        self.core_sources = pairs(trace, "core_trace_sources");
     }
 
     /// Open the snapshot file `name` (relative to the folder, as in

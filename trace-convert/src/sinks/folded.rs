@@ -14,8 +14,13 @@
 //! under everything that ran before it since the trace (re)started, as
 //! the caller it stands for was running from then on. `;` in names
 //! becomes `:` and line breaks spaces.
+//!
+//! Memory stays bounded by the distinct stacks, not by the input: each
+//! run of an outermost frame is a subtree of its own only while an
+//! inferred caller may still claim it; once it closes unclaimed, it is
+//! merged into one shared tree and its nodes are reused.
 
-use crate::callstack::{FrameKind, FuncId};
+use crate::callstack::FrameKind;
 use crate::fast_map::FastMap;
 use crate::sinks::{EventCtx, Flow, NoParts, Output, RunInfo, Sink, ThreadKey};
 use std::collections::BTreeMap;
@@ -33,12 +38,19 @@ pub enum Weight {
 }
 
 const NONE: u32 = u32::MAX;
+/// [`FoldedStacks::node`]'s `run` for a node that starts a run.
+const NEW_RUN: u32 = u32::MAX - 1;
 
 #[derive(Debug, Clone, Copy)]
 struct Node {
     parent: u32,
     label: u32,
     weight: u64,
+    /// The outermost node of the run it belongs to; `NONE` in the shared
+    /// tree (and for thread roots).
+    run: u32,
+    /// The child last looked up: (label, node), `NONE` when none.
+    recent: (u32, u32),
 }
 
 /// The folded-stacks sink; the aggregation also serves tests through
@@ -65,14 +77,22 @@ pub struct FoldedStacks {
     weight: Weight,
     nodes: Vec<Node>,
     labels: Vec<String>,
-    func_labels: FastMap<FuncId, u32>,
+    /// Label of each function, by its id (`NONE`: none yet).
+    func_labels: Vec<u32>,
     children: FastMap<(u32, u32), u32>,
     threads: FastMap<ThreadKey, u32>,
+    /// The open frames' nodes of each thread but the current one.
     paths: FastMap<ThreadKey, Vec<u32>>,
+    /// The current thread, its root node and its open frames' nodes.
+    current: Option<(ThreadKey, u32, Vec<u32>)>,
     untraced_label: Option<u32>,
     /// The thread of the last event and the node of its innermost frame,
     /// while it has one.
     last: Option<(ThreadKey, u32)>,
+    /// Nodes of each open run, by its outermost node, parents first.
+    runs: FastMap<u32, Vec<u32>>,
+    /// Nodes free for reuse.
+    free: Vec<u32>,
 }
 
 impl FoldedStacks {
@@ -83,23 +103,175 @@ impl FoldedStacks {
             weight,
             nodes: Vec::new(),
             labels: Vec::new(),
-            func_labels: FastMap::default(),
+            func_labels: Vec::new(),
             children: FastMap::default(),
             threads: FastMap::default(),
             paths: FastMap::default(),
+            current: None,
             untraced_label: None,
             last: None,
+            runs: FastMap::default(),
+            free: Vec::new(),
         }
     }
 
-    fn node(&mut self, parent: u32, label: u32) -> u32 {
-        let id = u32::try_from(self.nodes.len()).unwrap_or(NONE);
-        self.nodes.push(Node {
+    /// Nodes held (the shared tree and the open runs), freed ones not
+    /// counted.
+    #[must_use]
+    pub fn nodes_in_use(&self) -> usize {
+        self.nodes.len() - self.free.len()
+    }
+
+    /// A new node under `parent`, in `run` (`NONE`: the shared tree; the
+    /// node itself when it is `NEW_RUN`).
+    fn node(&mut self, parent: u32, label: u32, run: u32) -> u32 {
+        let fresh = Node {
             parent,
             label,
             weight: 0,
-        });
+            run,
+            recent: (NONE, NONE),
+        };
+        let id = match self.free.pop() {
+            Some(id) => {
+                if let Some(n) = self.nodes.get_mut(id as usize) {
+                    *n = fresh;
+                }
+                id
+            }
+            None => {
+                self.nodes.push(fresh);
+                u32::try_from(self.nodes.len() - 1).unwrap_or(NONE)
+            }
+        };
+        if run == NEW_RUN {
+            if let Some(n) = self.nodes.get_mut(id as usize) {
+                n.run = id;
+            }
+            self.runs.insert(id, vec![id]);
+        } else if run != NONE {
+            if let Some(list) = self.runs.get_mut(&run) {
+                list.push(id);
+            }
+        }
         id
+    }
+
+    /// A child of `parent` labelled `label`: the existing one or a new one
+    /// in the parent's run.
+    fn child(&mut self, parent: u32, label: u32) -> u32 {
+        let (recent, run) = self
+            .nodes
+            .get(parent as usize)
+            .map_or(((NONE, NONE), NONE), |p| (p.recent, p.run));
+        if recent.0 == label {
+            if let Some(c) = self.nodes.get(recent.1 as usize) {
+                if c.parent == parent && c.label == label {
+                    return recent.1;
+                }
+            }
+        }
+        let n = match self.children.get(&(parent, label)) {
+            Some(n) => *n,
+            None => {
+                let n = self.node(parent, label, run);
+                self.children.insert((parent, label), n);
+                n
+            }
+        };
+        if let Some(p) = self.nodes.get_mut(parent as usize) {
+            p.recent = (label, n);
+        }
+        n
+    }
+
+    /// The label of `f`'s function.
+    fn func_label(&mut self, f: &crate::callstack::Frame, ctx: &EventCtx<'_>) -> u32 {
+        let at = f.func.0 as usize;
+        if let Some(&l) = self.func_labels.get(at) {
+            if l != NONE {
+                return l;
+            }
+        }
+        let l = self.label(ctx.name(f).to_owned());
+        if self.func_labels.len() <= at {
+            self.func_labels.resize(at + 1, NONE);
+        }
+        if let Some(slot) = self.func_labels.get_mut(at) {
+            *slot = l;
+        }
+        l
+    }
+
+    /// The root node and open frames of `thread`, made current.
+    fn take_path(&mut self, thread: ThreadKey) -> (u32, Vec<u32>) {
+        match self.current.take() {
+            Some((t, root, path)) if t == thread => (root, path),
+            other => {
+                if let Some((t, _, path)) = other {
+                    self.paths.insert(t, path);
+                }
+                let root = self.thread_node(thread);
+                (root, self.paths.remove(&thread).unwrap_or_default())
+            }
+        }
+    }
+
+    /// Put the closed run `old` under `caller`, the outermost node of a
+    /// new run: the two become one run.
+    fn adopt(&mut self, caller: u32, old: u32) {
+        let moved = self.runs.remove(&old).unwrap_or_default();
+        for &x in &moved {
+            if let Some(n) = self.nodes.get_mut(x as usize) {
+                n.run = caller;
+            }
+        }
+        if let Some(o) = self.nodes.get_mut(old as usize) {
+            o.parent = caller;
+        }
+        if let Some(list) = self.runs.get_mut(&caller) {
+            list.extend(moved);
+        }
+    }
+
+    /// Merge the closed, unclaimed run of `outer` into the shared tree
+    /// under `root` and free its nodes.
+    fn merge_run(&mut self, root: u32, outer: u32) {
+        let Some(list) = self.runs.remove(&outer) else {
+            return;
+        };
+        let mut shared: FastMap<u32, u32> = FastMap::default();
+        for &x in &list {
+            let Some(n) = self.nodes.get(x as usize).copied() else {
+                continue;
+            };
+            let parent = if x == outer {
+                root
+            } else {
+                match shared.get(&n.parent) {
+                    Some(p) => *p,
+                    None => continue,
+                }
+            };
+            let to = self.child(parent, n.label);
+            if let Some(t) = self.nodes.get_mut(to as usize) {
+                t.weight += n.weight;
+            }
+            shared.insert(x, to);
+        }
+        for &x in &list {
+            let Some(n) = self.nodes.get(x as usize).copied() else {
+                continue;
+            };
+            if self.children.get(&(n.parent, n.label)) == Some(&x) {
+                self.children.remove(&(n.parent, n.label));
+            }
+            if let Some(m) = self.nodes.get_mut(x as usize) {
+                m.weight = 0;
+                m.run = NONE;
+            }
+            self.free.push(x);
+        }
     }
 
     fn label(&mut self, text: String) -> u32 {
@@ -118,7 +290,7 @@ impl FoldedStacks {
             None => format!("trace ID {:#04x}", thread.id),
         };
         let l = self.label(text);
-        let n = self.node(NONE, l);
+        let n = self.node(NONE, l, NONE);
         self.threads.insert(thread, n);
         n
     }
@@ -134,14 +306,7 @@ impl FoldedStacks {
                 l
             }
         };
-        match self.children.get(&(root, label)) {
-            Some(n) => *n,
-            None => {
-                let n = self.node(root, label);
-                self.children.insert((root, label), n);
-                n
-            }
-        }
+        self.child(root, label)
     }
 
     /// Feed one event.
@@ -155,7 +320,10 @@ impl FoldedStacks {
             }
             let at = match self.last {
                 Some((thread, at)) if thread == ctx.thread => Some(at),
-                _ => self.paths.get(&ctx.thread).and_then(|p| p.last()).copied(),
+                _ => match &self.current {
+                    Some((t, _, path)) if *t == ctx.thread => path.last().copied(),
+                    _ => self.paths.get(&ctx.thread).and_then(|p| p.last()).copied(),
+                },
             };
             if let Some(at) = at {
                 self.last = Some((ctx.thread, at));
@@ -171,45 +339,37 @@ impl FoldedStacks {
     /// [`event`](Self::event) when frames changed or the thread has none.
     #[inline(never)]
     fn change(&mut self, event: &Event, ctx: &EventCtx<'_>) {
-        let root = self.thread_node(ctx.thread);
-        let mut path = std::mem::take(self.paths.entry(ctx.thread).or_default());
+        let (root, mut path) = self.take_path(ctx.thread);
         let mut outermost_closed = None;
         for _ in ctx.closed {
             outermost_closed = path.pop().or(outermost_closed);
         }
+        // The run just closed, which only an inferred caller opened now
+        // can still claim.
+        let mut claimable = outermost_closed.filter(|_| path.is_empty());
         for (i, f) in ctx.opened.iter().enumerate() {
-            let label = match self.func_labels.get(&f.func) {
-                Some(l) => *l,
-                None => {
-                    let l = self.label(ctx.name(f).to_owned());
-                    self.func_labels.insert(f.func, l);
-                    l
-                }
-            };
+            let label = self.func_label(f, ctx);
             let node = match path.last() {
-                // Outermost frames get a node of their own, so an inferred
+                // Outermost frames get a run of their own, so an inferred
                 // caller can later be put above exactly this run.
                 None => {
-                    let n = self.node(root, label);
+                    let n = self.node(root, label, NEW_RUN);
                     if i == 0 && f.kind == FrameKind::Inferred {
-                        if let Some(old) = outermost_closed {
-                            if let Some(o) = self.nodes.get_mut(old as usize) {
-                                o.parent = n;
-                            }
+                        if let Some(old) = claimable.take() {
+                            self.adopt(n, old);
                         }
                     }
                     n
                 }
-                Some(&parent) => match self.children.get(&(parent, label)) {
-                    Some(n) => *n,
-                    None => {
-                        let n = self.node(parent, label);
-                        self.children.insert((parent, label), n);
-                        n
-                    }
-                },
+                Some(&parent) => self.child(parent, label),
             };
+            if let Some(old) = claimable.take() {
+                self.merge_run(root, old);
+            }
             path.push(node);
+        }
+        if let Some(old) = claimable {
+            self.merge_run(root, old);
         }
         let w = self.weight_of(event, ctx);
         if w > 0 {
@@ -222,9 +382,7 @@ impl FoldedStacks {
             }
         }
         self.last = path.last().map(|&at| (ctx.thread, at));
-        if let Some(p) = self.paths.get_mut(&ctx.thread) {
-            *p = path;
-        }
+        self.current = Some((ctx.thread, root, path));
     }
 
     fn weight_of(&self, event: &Event, ctx: &EventCtx<'_>) -> u64 {
@@ -298,5 +456,144 @@ impl<W: Output> Sink for FoldedSink<W> {
     fn finish(&mut self, _info: &RunInfo) -> io::Result<()> {
         self.stacks.write(&mut self.out)?;
         self.out.complete()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::callstack::{Frame, FuncId, Names};
+    use crate::clock::ClockInfo;
+    use crate::symbols::Symbolizer;
+    use trace_core::event::{InsnClass, Isa, Range};
+    use trace_core::memory::Space;
+
+    fn frame(func: u32, kind: FrameKind) -> Frame {
+        Frame {
+            func: FuncId(func),
+            entry: 0,
+            ret: None,
+            kind,
+            start: 0,
+        }
+    }
+
+    fn range(count: u32) -> Event {
+        Event {
+            offset: 0,
+            id: 0x10,
+            kind: EventKind::Range(Range {
+                start: 0x1000,
+                end: 0x1000 + 4 * count,
+                count,
+                isa: Isa::default(),
+                last_size: 4,
+                last: InsnClass::Other,
+                link: false,
+                ret: false,
+                cond: false,
+                executed: true,
+                cycles: None,
+                space: Space::NonSecure,
+            }),
+        }
+    }
+
+    /// Feeds `count` instructions after closing `closed` frames and
+    /// opening `opened` ones (outermost first).
+    struct Feed {
+        stacks: FoldedStacks,
+        names: Names,
+        symbols: Symbolizer,
+        clock: ClockInfo,
+        stack: Vec<Frame>,
+    }
+
+    impl Feed {
+        fn new(names: &[&str]) -> Feed {
+            Feed {
+                stacks: FoldedStacks::new(Weight::Instructions),
+                names: Names::listed(names),
+                symbols: Symbolizer::empty(),
+                clock: ClockInfo::default(),
+                stack: Vec::new(),
+            }
+        }
+
+        fn step(&mut self, close: usize, opened: &[Frame], count: u32) {
+            let keep = self.stack.len().saturating_sub(close);
+            let closed: Vec<Frame> = self.stack.drain(keep..).rev().collect();
+            self.stack.extend_from_slice(opened);
+            let ctx = EventCtx {
+                thread: ThreadKey {
+                    id: 0x10,
+                    context: None,
+                },
+                time: 0,
+                end: 0,
+                cycles: 0,
+                closed: &closed,
+                opened,
+                stack: &self.stack,
+                names: &self.names,
+                symbols: &self.symbols,
+                memory: None,
+                clock: &self.clock,
+            };
+            self.stacks.event(&range(count), &ctx);
+        }
+    }
+
+    #[test]
+    fn repeated_runs_keep_the_nodes_bounded() {
+        let mut f = Feed::new(&["main", "work", "leaf"]);
+        let mut held = Vec::new();
+        for round in 0..1000 {
+            // A run of main -> work -> leaf, then a reset (all closed).
+            f.step(0, &[frame(0, FrameKind::Root)], 1);
+            f.step(0, &[frame(1, FrameKind::Call)], 2);
+            f.step(0, &[frame(2, FrameKind::Call)], 3);
+            f.step(1, &[], 4);
+            f.step(2, &[], 0);
+            if round == 1 || round == 999 {
+                held.push(f.stacks.nodes_in_use());
+            }
+        }
+        assert_eq!(held[0], held[1], "nodes grow with the runs");
+        let lines = f.stacks.lines();
+        let want: BTreeMap<String, u64> = [
+            ("main".to_owned(), 1000),
+            ("main;work".to_owned(), 6000),
+            ("main;work;leaf".to_owned(), 3000),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(lines, want);
+    }
+
+    #[test]
+    fn an_inferred_caller_still_claims_the_run_it_returns_from() {
+        let mut f = Feed::new(&["a", "b", "caller", "c"]);
+        f.step(0, &[frame(0, FrameKind::Root)], 1);
+        f.step(0, &[frame(1, FrameKind::Call)], 2);
+        f.step(1, &[], 3);
+        // A return out of the outermost frame: an inferred caller.
+        f.step(1, &[frame(2, FrameKind::Inferred)], 4);
+        f.step(1, &[], 0);
+        // A later run of `a` that closes unclaimed, then one opened by a
+        // call right after a reset.
+        f.step(0, &[frame(0, FrameKind::Root)], 5);
+        f.step(1, &[frame(3, FrameKind::Root)], 6);
+        let lines = f.stacks.lines();
+        let want: BTreeMap<String, u64> = [
+            ("a".to_owned(), 5),
+            ("c".to_owned(), 6),
+            ("caller".to_owned(), 4),
+            ("caller;a".to_owned(), 4),
+            ("caller;a;b".to_owned(), 2),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(lines, want);
     }
 }

@@ -12,6 +12,8 @@
 //! assert!(FORMATS.iter().all(|f| !f.help.is_empty()));
 //! ```
 
+use super::autofdo::dwarf::ProfileDwarf;
+use super::autofdo::AutofdoSink;
 use super::chrome::ChromeSink;
 use super::events_file::format::Header;
 use super::events_file::EventsSink;
@@ -19,6 +21,7 @@ use super::folded::{FoldedSink, Weight};
 use super::lcov::coverage::LcovOptions;
 use super::lcov::LcovSink;
 use super::perfetto::PerfettoSink;
+use super::report::{ReportFormat, ReportOptions, ReportSink};
 use super::DynSink;
 use crate::output::OutputFile;
 use crate::symbols::Symbolizer;
@@ -55,6 +58,8 @@ pub struct Setup<'a> {
     pub folded_weight: Weight,
     /// Options of the LCOV output.
     pub lcov: LcovOptions,
+    /// Options of the per-function report.
+    pub report: ReportOptions,
 }
 
 impl std::fmt::Debug for Setup<'_> {
@@ -64,6 +69,7 @@ impl std::fmt::Debug for Setup<'_> {
             .field("header", &self.header.is_some())
             .field("folded_weight", &self.folded_weight)
             .field("lcov", &self.lcov)
+            .field("report", &self.report)
             .finish_non_exhaustive()
     }
 }
@@ -164,6 +170,38 @@ pub const FORMATS: &[Format] = &[
         open: |out, setup| Ok(Box::new(FoldedSink::new(out, setup.folded_weight))),
     },
     Format {
+        flag: "report",
+        what: "report",
+        help: "Write the per-function report (calls, self and total instructions and cycles; text, or CSV/JSON by the extension .csv/.json; `trace-convert report` shows it); `-` for standard output. Example: --report report.txt",
+        in_folder: Some("report.txt"),
+        needs: Needs {
+            lines: false,
+            code: false,
+            capture: false,
+        },
+        how_to_open: "less FILE",
+        open: |out, setup| {
+            let format = setup
+                .report
+                .format
+                .unwrap_or_else(|| ReportFormat::for_path(out.path()));
+            Ok(Box::new(ReportSink::new(out, format, &setup.report)))
+        },
+    },
+    Format {
+        flag: "autofdo",
+        what: "AutoFDO profile",
+        help: "Write an LLVM sample profile (text) for `clang -fprofile-sample-use=FILE` (needs --elf with DWARF); `-` for standard output. Example: --autofdo app.afdo",
+        in_folder: Some("profile.afdo"),
+        needs: Needs {
+            lines: true,
+            code: true,
+            capture: false,
+        },
+        how_to_open: "clang -O2 -g -fprofile-sample-use=FILE ..., or llvm-profdata show --sample FILE",
+        open: open_autofdo,
+    },
+    Format {
         flag: "save-events",
         what: "saved events",
         help: "Save the decoded events, to convert later with --from-events without decoding again. Example: --save-events run.events",
@@ -194,6 +232,14 @@ fn open_lcov<'a>(out: OutputFile, setup: &Setup<'a>) -> io::Result<Box<dyn DynSi
         setup.symbols,
         setup.lcov.clone(),
     )))
+}
+
+fn open_autofdo<'a>(out: OutputFile, setup: &Setup<'a>) -> io::Result<Box<dyn DynSink + 'a>> {
+    let Some(code) = &setup.code else {
+        return Err(io::Error::other("no memory image for --autofdo"));
+    };
+    let dwarf = ProfileDwarf::read(setup.symbols.files()).map_err(io::Error::other)?;
+    Ok(Box::new(AutofdoSink::new(out, Arc::clone(code), dwarf)))
 }
 
 fn open_events<'a>(out: OutputFile, setup: &Setup<'a>) -> io::Result<Box<dyn DynSink + 'a>> {
@@ -244,6 +290,7 @@ mod tests {
             }),
             folded_weight: Weight::Instructions,
             lcov: LcovOptions::default(),
+            report: ReportOptions::default(),
         };
         let dir = tempfile::tempdir().expect("dir");
         for f in FORMATS {

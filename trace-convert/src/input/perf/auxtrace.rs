@@ -134,53 +134,9 @@ impl CsEtmInfo {
         let mut cpus = Vec::new();
         let mut i = 3usize;
         for n in 0..nr_cpu {
-            let what = format!("CPU block {n}");
-            let magic = *words.get(i).ok_or_else(|| short(&what))?;
-            let cpu = *words.get(i + 1).ok_or_else(|| short(&what))?;
-            let (params_at, count) = if version == 0 {
-                let total = if magic == MAGIC_ETMV3 {
-                    ETMV3_V0_WORDS
-                } else if magic == MAGIC_ETMV4 {
-                    ETMV4_V0_WORDS
-                } else {
-                    return Err(bad(format!(
-                        "AUXTRACE_INFO version 0, {what}: magic {magic:#018x} is not ETMv3/PTM or ETMv4, so its size is unknown"
-                    )));
-                };
-                (i + 2, total - 2)
-            } else {
-                let nr = *words.get(i + 2).ok_or_else(|| short(&what))?;
-                let nr = usize::try_from(nr)
-                    .ok()
-                    .filter(|&n| n <= words.len())
-                    .ok_or_else(|| short(&what))?;
-                (i + 3, nr)
-            };
-            let params = words
-                .get(params_at..params_at + count)
-                .ok_or_else(|| short(&what))?;
-            i = params_at + count;
-            if magic == MAGIC_ETMV3 {
-                if params.len() < 4 {
-                    return Err(bad(format!(
-                        "AUXTRACE_INFO {what}: {} ETMv3/PTM parameters, 4 needed (ETMCR, ETMTRACEIDR, ETMCCER, ETMIDR)",
-                        params.len()
-                    )));
-                }
-                cpus.push(CpuBlock::EtmV3(EtmV3 {
-                    cpu,
-                    etmcr: params[0],
-                    traceid: params[1],
-                    etmccer: params[2],
-                    etmidr: params[3],
-                }));
-            } else {
-                cpus.push(CpuBlock::Other {
-                    magic,
-                    cpu,
-                    params: params.to_vec(),
-                });
-            }
+            let (block, next) = cpu_block(words, i, version, n, offset)?;
+            cpus.push(block);
+            i = next;
         }
         Ok(CsEtmInfo {
             version,
@@ -190,4 +146,74 @@ impl CsEtmInfo {
             cpus,
         })
     }
+}
+
+/// The CPU block `n` of AUXTRACE_INFO `words` (at file offset `offset`,
+/// header `version`), starting at word `i`, and the index of the word
+/// after it.
+///
+/// # Errors
+///
+/// [`PerfError::Bad`] when the words end inside the block, a version 0
+/// block's magic is unknown (its size with it), or an ETMv3/PTM block has
+/// fewer than its four registers.
+fn cpu_block(
+    words: &[u64],
+    i: usize,
+    version: u64,
+    n: u32,
+    offset: u64,
+) -> Result<(CpuBlock, usize), PerfError> {
+    let bad = |what: String| PerfError::Bad { offset, what };
+    let what = format!("CPU block {n}");
+    let short = || {
+        bad(format!(
+            "AUXTRACE_INFO: its {} words end in {what}",
+            words.len()
+        ))
+    };
+    let magic = *words.get(i).ok_or_else(short)?;
+    let cpu = *words.get(i + 1).ok_or_else(short)?;
+    let (params_at, count) = if version == 0 {
+        let total = if magic == MAGIC_ETMV3 {
+            ETMV3_V0_WORDS
+        } else if magic == MAGIC_ETMV4 {
+            ETMV4_V0_WORDS
+        } else {
+            return Err(bad(format!(
+                "AUXTRACE_INFO version 0, {what}: magic {magic:#018x} is not ETMv3/PTM or ETMv4, so its size is unknown"
+            )));
+        };
+        (i + 2, total - 2)
+    } else {
+        let nr = *words.get(i + 2).ok_or_else(short)?;
+        let nr = usize::try_from(nr)
+            .ok()
+            .filter(|&n| n <= words.len())
+            .ok_or_else(short)?;
+        (i + 3, nr)
+    };
+    let params = words.get(params_at..params_at + count).ok_or_else(short)?;
+    let block = if magic == MAGIC_ETMV3 {
+        if params.len() < 4 {
+            return Err(bad(format!(
+                "AUXTRACE_INFO {what}: {} ETMv3/PTM parameters, 4 needed (ETMCR, ETMTRACEIDR, ETMCCER, ETMIDR)",
+                params.len()
+            )));
+        }
+        CpuBlock::EtmV3(EtmV3 {
+            cpu,
+            etmcr: params[0],
+            traceid: params[1],
+            etmccer: params[2],
+            etmidr: params[3],
+        })
+    } else {
+        CpuBlock::Other {
+            magic,
+            cpu,
+            params: params.to_vec(),
+        }
+    };
+    Ok((block, params_at + count))
 }

@@ -311,144 +311,9 @@ pub fn read_records(
         }
         let whole = c.take(usize::from(rsize), &format!("record of type {kind}"))?;
         let body = &whole[8..];
-        let (body_bytes, sample) = if matches!(kind, 1..=63) && kind != kind::SAMPLE {
-            match sample_type_of(body, attrs) {
-                Some(st) => {
-                    let n = sample_id_size(st);
-                    if n > body.len() {
-                        return Err(PerfError::Bad {
-                            offset,
-                            what: format!(
-                                "record of type {kind}: {} bytes, too short for its {n} bytes of sample fields",
-                                rsize
-                            ),
-                        });
-                    }
-                    let (b, s) = body.split_at(body.len() - n);
-                    (b, read_sample_id(s, st, offset + 8 + b.len() as u64)?)
-                }
-                None => (body, SampleId::default()),
-            }
-        } else {
-            (body, SampleId::default())
-        };
-        let mut b = Cursor::new(body_bytes, offset + 8);
-        let parsed = match kind {
-            kind::MMAP | kind::MMAP2 => Body::Mmap(read_mmap(&mut b, kind, misc)?),
-            kind::COMM => Body::Comm {
-                pid: b.u32("COMM pid")?,
-                tid: b.u32("COMM tid")?,
-                comm: c_string(b.rest()),
-                exec: misc & MISC_2000 != 0,
-            },
-            kind::FORK | kind::EXIT => {
-                let t = Task {
-                    pid: b.u32("pid")?,
-                    ppid: b.u32("ppid")?,
-                    tid: b.u32("tid")?,
-                    ptid: b.u32("ptid")?,
-                    time: b.u64("time")?,
-                };
-                if kind == kind::FORK {
-                    Body::Fork(t)
-                } else {
-                    Body::Exit(t)
-                }
-            }
-            kind::AUX => Body::Aux(Aux {
-                offset: b.u64("AUX offset")?,
-                size: b.u64("AUX size")?,
-                flags: b.u64("AUX flags")?,
-            }),
-            kind::ITRACE_START => Body::ItraceStart {
-                pid: b.u32("ITRACE_START pid")?,
-                tid: b.u32("ITRACE_START tid")?,
-            },
-            kind::SWITCH => Body::Switch {
-                out: misc & MISC_2000 != 0,
-                other: None,
-            },
-            kind::SWITCH_CPU_WIDE => Body::Switch {
-                out: misc & MISC_2000 != 0,
-                other: Some((b.u32("pid")?, b.u32("tid")?)),
-            },
-            kind::AUX_OUTPUT_HW_ID => Body::HwId(b.u64("the hardware ID")?),
-            kind::HEADER_ATTR => {
-                let attr_size = if body.len() >= 8 {
-                    u32::from_le_bytes([body[4], body[5], body[6], body[7]]) as usize
-                } else {
-                    0
-                };
-                if attr_size < 8 || attr_size > body.len() {
-                    return Err(PerfError::Bad {
-                        offset,
-                        what: format!(
-                            "attribute record: attribute size {attr_size} does not fit its {} bytes",
-                            body.len()
-                        ),
-                    });
-                }
-                let mut attr = Attr::parse(&body[..attr_size], offset + 8)?;
-                attr.ids = body[attr_size..]
-                    .chunks_exact(8)
-                    .map(|w| {
-                        let mut a = [0u8; 8];
-                        a.copy_from_slice(w);
-                        u64::from_le_bytes(a)
-                    })
-                    .collect();
-                attrs.push(attr.clone());
-                Body::Attr(attr)
-            }
-            kind::AUXTRACE_INFO => {
-                let k = b.u32("the AUX area type")?;
-                b.u32("reserved")?;
-                let rest = b.rest();
-                Body::AuxtraceInfo {
-                    kind: k,
-                    words: rest
-                        .chunks_exact(8)
-                        .map(|w| {
-                            let mut a = [0u8; 8];
-                            a.copy_from_slice(w);
-                            u64::from_le_bytes(a)
-                        })
-                        .collect(),
-                }
-            }
-            kind::AUXTRACE => {
-                let a = Auxtrace {
-                    size: b.u64("AUXTRACE size")?,
-                    offset: b.u64("AUXTRACE offset")?,
-                    reference: b.u64("AUXTRACE reference")?,
-                    idx: b.u32("AUXTRACE idx")?,
-                    tid: b.u32("AUXTRACE tid")?,
-                    cpu: b.u32("AUXTRACE cpu")?,
-                    data: c.offset(),
-                };
-                let n = size(a.size, offset, "AUXTRACE data")?;
-                if n > c.left() {
-                    return Err(PerfError::MissingAuxData {
-                        offset,
-                        size: a.size,
-                        have: c.left() as u64,
-                    });
-                }
-                c.take(n, "AUXTRACE data")?;
-                Body::Auxtrace(a)
-            }
-            kind::HEADER_FEATURE => {
-                let id = b.u64("the feature number")?;
-                Body::Feature {
-                    id,
-                    data: Section {
-                        offset: b.offset(),
-                        size: b.left() as u64,
-                    },
-                }
-            }
-            _ => Body::Other,
-        };
+        let (body_bytes, sample) = split_sample(kind, body, attrs, offset)?;
+        let head = Head { offset, kind, misc };
+        let parsed = read_body(head, body, body_bytes, &mut c, attrs)?;
         records.push(Record {
             offset,
             kind,
@@ -459,6 +324,190 @@ pub fn read_records(
         });
     }
     Ok(records)
+}
+
+/// The header fields of a record.
+#[derive(Clone, Copy)]
+struct Head {
+    /// File offset of the record.
+    offset: u64,
+    /// Its type.
+    kind: u32,
+    /// Its misc bits.
+    misc: u16,
+}
+
+/// The body of a record of type `kind` (past its 8-byte header, at file
+/// offset `offset`) split into what its type holds and the sample fields
+/// that end it (for the non-sample kernel records, when the attribute
+/// asks for `sample_id_all`).
+fn split_sample<'b>(
+    kind: u32,
+    body: &'b [u8],
+    attrs: &[Attr],
+    offset: u64,
+) -> Result<(&'b [u8], SampleId), PerfError> {
+    if !matches!(kind, 1..=63) || kind == kind::SAMPLE {
+        return Ok((body, SampleId::default()));
+    }
+    let Some(st) = sample_type_of(body, attrs) else {
+        return Ok((body, SampleId::default()));
+    };
+    let n = sample_id_size(st);
+    if n > body.len() {
+        return Err(PerfError::Bad {
+            offset,
+            what: format!(
+                "record of type {kind}: {} bytes, too short for its {n} bytes of sample fields",
+                body.len() + 8
+            ),
+        });
+    }
+    let (b, s) = body.split_at(body.len() - n);
+    Ok((b, read_sample_id(s, st, offset + 8 + b.len() as u64)?))
+}
+
+/// What a record holds: `body` is all of it past the header,
+/// `body_bytes` the part before the sample fields; an AUXTRACE record's
+/// trace, which follows it, is taken from `c`.
+fn read_body(
+    head: Head,
+    body: &[u8],
+    body_bytes: &[u8],
+    c: &mut Cursor<'_>,
+    attrs: &mut Vec<Attr>,
+) -> Result<Body, PerfError> {
+    let Head { offset, kind, misc } = head;
+    let mut b = Cursor::new(body_bytes, offset + 8);
+    Ok(match kind {
+        kind::MMAP | kind::MMAP2 => Body::Mmap(read_mmap(&mut b, kind, misc)?),
+        kind::COMM => Body::Comm {
+            pid: b.u32("COMM pid")?,
+            tid: b.u32("COMM tid")?,
+            comm: c_string(b.rest()),
+            exec: misc & MISC_2000 != 0,
+        },
+        kind::FORK | kind::EXIT => {
+            let t = Task {
+                pid: b.u32("pid")?,
+                ppid: b.u32("ppid")?,
+                tid: b.u32("tid")?,
+                ptid: b.u32("ptid")?,
+                time: b.u64("time")?,
+            };
+            if kind == kind::FORK {
+                Body::Fork(t)
+            } else {
+                Body::Exit(t)
+            }
+        }
+        kind::AUX => Body::Aux(Aux {
+            offset: b.u64("AUX offset")?,
+            size: b.u64("AUX size")?,
+            flags: b.u64("AUX flags")?,
+        }),
+        kind::ITRACE_START => Body::ItraceStart {
+            pid: b.u32("ITRACE_START pid")?,
+            tid: b.u32("ITRACE_START tid")?,
+        },
+        kind::SWITCH => Body::Switch {
+            out: misc & MISC_2000 != 0,
+            other: None,
+        },
+        kind::SWITCH_CPU_WIDE => Body::Switch {
+            out: misc & MISC_2000 != 0,
+            other: Some((b.u32("pid")?, b.u32("tid")?)),
+        },
+        kind::AUX_OUTPUT_HW_ID => Body::HwId(b.u64("the hardware ID")?),
+        kind::HEADER_ATTR => {
+            let attr = read_attr_record(body, offset)?;
+            attrs.push(attr.clone());
+            Body::Attr(attr)
+        }
+        kind::AUXTRACE_INFO => {
+            let k = b.u32("the AUX area type")?;
+            b.u32("reserved")?;
+            Body::AuxtraceInfo {
+                kind: k,
+                words: u64_words(b.rest()),
+            }
+        }
+        kind::AUXTRACE => Body::Auxtrace(read_auxtrace(&mut b, c, offset)?),
+        kind::HEADER_FEATURE => {
+            let id = b.u64("the feature number")?;
+            Body::Feature {
+                id,
+                data: Section {
+                    offset: b.offset(),
+                    size: b.left() as u64,
+                },
+            }
+        }
+        _ => Body::Other,
+    })
+}
+
+/// The little-endian 64-bit words of `bytes` (a partial last word left
+/// out).
+fn u64_words(bytes: &[u8]) -> Vec<u64> {
+    bytes
+        .chunks_exact(8)
+        .map(|w| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(w);
+            u64::from_le_bytes(a)
+        })
+        .collect()
+}
+
+/// The attribute of a pipe-mode attribute record (`body` past the
+/// header, at file offset `offset + 8`) and the event IDs after it.
+fn read_attr_record(body: &[u8], offset: u64) -> Result<Attr, PerfError> {
+    let attr_size = if body.len() >= 8 {
+        u32::from_le_bytes([body[4], body[5], body[6], body[7]]) as usize
+    } else {
+        0
+    };
+    if attr_size < 8 || attr_size > body.len() {
+        return Err(PerfError::Bad {
+            offset,
+            what: format!(
+                "attribute record: attribute size {attr_size} does not fit its {} bytes",
+                body.len()
+            ),
+        });
+    }
+    let mut attr = Attr::parse(&body[..attr_size], offset + 8)?;
+    attr.ids = u64_words(&body[attr_size..]);
+    Ok(attr)
+}
+
+/// An AUXTRACE record's fields from `b`; its trace, which follows the
+/// record, is taken from `c` (refused when not all of it is there).
+fn read_auxtrace(
+    b: &mut Cursor<'_>,
+    c: &mut Cursor<'_>,
+    offset: u64,
+) -> Result<Auxtrace, PerfError> {
+    let a = Auxtrace {
+        size: b.u64("AUXTRACE size")?,
+        offset: b.u64("AUXTRACE offset")?,
+        reference: b.u64("AUXTRACE reference")?,
+        idx: b.u32("AUXTRACE idx")?,
+        tid: b.u32("AUXTRACE tid")?,
+        cpu: b.u32("AUXTRACE cpu")?,
+        data: c.offset(),
+    };
+    let n = size(a.size, offset, "AUXTRACE data")?;
+    if n > c.left() {
+        return Err(PerfError::MissingAuxData {
+            offset,
+            size: a.size,
+            have: c.left() as u64,
+        });
+    }
+    c.take(n, "AUXTRACE data")?;
+    Ok(a)
 }
 
 fn read_mmap(b: &mut Cursor<'_>, kind: u32, misc: u16) -> Result<Mmap, PerfError> {

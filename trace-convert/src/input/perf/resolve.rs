@@ -3,28 +3,38 @@
 //! ETMv3/PTM sources of AUXTRACE_INFO, and the code of the executable
 //! mappings as the memory of every CPU.
 
-use super::auxtrace::{unit_name, CpuBlock, TRACE_ID_UNSET};
+use super::auxtrace::{unit_name, CpuBlock, EtmV3, TRACE_ID_UNSET};
 use super::records::{Aux, Auxtrace, Body, Mmap};
 use super::{PerfData, PerfError};
 use crate::input::folder::Folder;
 use crate::input::shown::shown;
 use crate::input::snapshot::{Device, Dump, Snapshot};
 use crate::input::source::{CaptureSpec, Protocol, SourceRegs, SourceSpec};
-use crate::input::{Input, InputError};
+use crate::input::{Input, InputError, Kind};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use trace_core::frames::FrameMode;
 use trace_core::memory::Contents;
 
+/// Where the files a recording mapped are looked for.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Lookup<'a> {
+    /// A folder holding them by their absolute path, or by name
+    /// (`--symfs`); when given, the paths themselves are not tried.
+    pub symfs: Option<&'a Path>,
+    /// The build-ID cache (`.build-id/xx/yyyy…` below it).
+    pub build_id_cache: Option<&'a Path>,
+}
+
 /// Read the perf.data file at `path` and describe its trace, looking for
-/// the mapped files under `symfs` (when given) and in the build-ID cache.
+/// the mapped files as [`Lookup`] says.
 ///
 /// # Errors
 ///
 /// [`InputError::Perf`] when the file cannot be read or is damaged, holds
 /// no CoreSight configuration or AUX data, or only trace of units other
 /// than ETMv3 and PTM.
-pub fn resolve(path: &Path, symfs: Option<&Path>) -> Result<Input, InputError> {
+pub fn resolve(path: &Path, lookup: Lookup<'_>) -> Result<Input, InputError> {
     let fail = |source: PerfError| InputError::Perf {
         path: path.to_path_buf(),
         source,
@@ -39,65 +49,59 @@ pub fn resolve(path: &Path, symfs: Option<&Path>) -> Result<Input, InputError> {
         })?;
     let perf = PerfData::parse(contents.bytes()).map_err(fail)?;
     let mut notes = Vec::new();
-    let (info_at, info) = perf.cs_etm.clone().ok_or_else(|| {
+    let (sources, skipped) = sources(&perf).map_err(fail)?;
+    let pieces = pieces(&perf, &mut notes);
+    if pieces.is_empty() {
+        return Err(fail(no_aux_data(&perf)));
+    }
+    let captures = pieces
+        .into_iter()
+        .map(|p| capture_of(path, p, &sources, &skipped))
+        .collect();
+    let dumps = dumps(&perf, lookup, &mut notes);
+    let snapshot = snapshot_of(path, &sources, dumps, notes).map_err(|e| {
         fail(PerfError::Bad {
-            offset: perf.header.data.offset,
-            what: "no AUXTRACE_INFO record: the recording holds no CoreSight trace (record with -e cs_etm//)".into(),
+            offset: 0,
+            what: format!("cannot open the file system root to read mapped files: {e}"),
         })
     })?;
-    let info = info.map_err(fail)?;
+    Ok(Input {
+        kind: Kind::PerfData,
+        captures,
+        snapshot: Some(snapshot),
+    })
+}
+
+/// A source not decoded, and why.
+type Skipped = (String, String);
+
+/// The ETMv3 and PTM sources AUXTRACE_INFO describes, in trace ID order,
+/// and the CPUs left out with the reason.
+///
+/// # Errors
+///
+/// [`PerfError::Bad`] when there is no AUXTRACE_INFO, a register value
+/// is beyond 32 bits, or no ETMv3/PTM source is described.
+fn sources(perf: &PerfData) -> Result<(Vec<SourceSpec>, Vec<Skipped>), PerfError> {
+    let (info_at, info) = perf.cs_etm.clone().ok_or_else(|| PerfError::Bad {
+        offset: perf.header.data.offset,
+        what: "no AUXTRACE_INFO record: the recording holds no CoreSight trace (record with -e cs_etm//)".into(),
+    })?;
+    let info = info?;
     let only_cpu = match info.cpus.as_slice() {
         [one] => Some(one.cpu()),
         _ => None,
     };
-    let hw_ids = hw_ids(&perf, only_cpu);
+    let hw_ids = hw_ids(perf, only_cpu);
     let mut sources = Vec::new();
     let mut skipped = Vec::new();
     let mut others = Vec::new();
     for block in &info.cpus {
         match block {
-            CpuBlock::EtmV3(e) => {
-                let protocol = if e.is_ptm() {
-                    Protocol::Ptm
-                } else {
-                    Protocol::Etmv3
-                };
-                let name = format!("{} cpu{}", protocol_label(protocol), e.cpu);
-                let id = match hw_ids.get(&e.cpu) {
-                    Some(&id) => Some(id),
-                    None if e.traceid & TRACE_ID_UNSET != 0 => None,
-                    None => Some((e.traceid & 0x7F) as u8),
-                };
-                let Some(id) = id else {
-                    skipped.push((
-                        name,
-                        "its trace ID is not in AUXTRACE_INFO and no AUX_OUTPUT_HW_ID record gives it".into(),
-                    ));
-                    continue;
-                };
-                let word = |v: u64, n: &str| {
-                    u32::try_from(v).map_err(|_| {
-                        fail(PerfError::Bad {
-                            offset: info_at,
-                            what: format!(
-                                "AUXTRACE_INFO, CPU {}: {n} {v:#x} is beyond 32 bits",
-                                e.cpu
-                            ),
-                        })
-                    })
-                };
-                sources.push(SourceSpec {
-                    name,
-                    id,
-                    protocol,
-                    regs: SourceRegs {
-                        etmcr: word(e.etmcr, "ETMCR")?,
-                        etmccer: word(e.etmccer, "ETMCCER")?,
-                        etmidr: word(e.etmidr, "ETMIDR")?,
-                    },
-                    core: Some(format!("cpu{}", e.cpu)),
-                });
-            }
+            CpuBlock::EtmV3(e) => match source_of(e, &hw_ids, info_at)? {
+                Ok(source) => sources.push(source),
+                Err(left_out) => skipped.push(left_out),
+            },
             CpuBlock::Other { magic, cpu, .. } => {
                 let unit = unit_name(*magic);
                 skipped.push((
@@ -117,62 +121,104 @@ pub fn resolve(path: &Path, symfs: Option<&Path>) -> Result<Input, InputError> {
                 others.join(", ")
             )
         };
-        return Err(fail(PerfError::Bad {
+        return Err(PerfError::Bad {
             offset: info_at,
             what,
-        }));
-    }
-    sources.sort_by_key(|s| s.id);
-    let pieces = pieces(&perf, &mut notes);
-    if pieces.is_empty() {
-        let aux = perf
-            .records
-            .iter()
-            .filter(|r| matches!(r.body, Body::Aux(_)))
-            .count();
-        return Err(fail(PerfError::Bad {
-            offset: perf.header.data.offset,
-            what: format!(
-                "no AUX data: no AUXTRACE record holds trace ({aux} AUX records announce data that was not saved)"
-            ),
-        }));
-    }
-    let mut captures = Vec::new();
-    for p in pieces {
-        let layout = if p.raw {
-            let by_cpu = sources
-                .iter()
-                .find(|s| s.core.as_deref() == Some(&format!("cpu{}", p.cpu)));
-            let id = by_cpu.or(sources.first()).map_or(0, |s| s.id);
-            FrameMode::Raw { id }
-        } else {
-            FrameMode::Memory
-        };
-        let srcs = match layout {
-            FrameMode::Raw { id } => sources.iter().filter(|s| s.id == id).cloned().collect(),
-            _ => sources.clone(),
-        };
-        captures.push(CaptureSpec {
-            path: path.to_path_buf(),
-            layout,
-            sources: srcs,
-            any_id: None,
-            skipped: skipped.clone(),
-            within: None,
-            range: Some((p.start, p.len)),
         });
     }
-    let dumps = dumps(&perf, symfs, &mut notes);
-    let snapshot = snapshot_of(path, &sources, dumps, notes).map_err(|e| {
-        fail(PerfError::Bad {
-            offset: 0,
-            what: format!("cannot open the file system root to read mapped files: {e}"),
+    sources.sort_by_key(|s| s.id);
+    Ok((sources, skipped))
+}
+
+/// The source of an ETMv3/PTM block of AUXTRACE_INFO (at file offset
+/// `info_at`), its trace ID from `hw_ids` or the block; the inner `Err`
+/// when no trace ID is known (the source is left out).
+///
+/// # Errors
+///
+/// [`PerfError::Bad`] when a register value is beyond 32 bits.
+fn source_of(
+    e: &EtmV3,
+    hw_ids: &BTreeMap<u64, u8>,
+    info_at: u64,
+) -> Result<Result<SourceSpec, Skipped>, PerfError> {
+    let protocol = if e.is_ptm() {
+        Protocol::Ptm
+    } else {
+        Protocol::Etmv3
+    };
+    let name = format!("{} cpu{}", protocol_label(protocol), e.cpu);
+    let id = match hw_ids.get(&e.cpu) {
+        Some(&id) => Some(id),
+        None if e.traceid & TRACE_ID_UNSET != 0 => None,
+        None => Some((e.traceid & 0x7F) as u8),
+    };
+    let Some(id) = id else {
+        return Ok(Err((
+            name,
+            "its trace ID is not in AUXTRACE_INFO and no AUX_OUTPUT_HW_ID record gives it".into(),
+        )));
+    };
+    let word = |v: u64, n: &str| {
+        u32::try_from(v).map_err(|_| PerfError::Bad {
+            offset: info_at,
+            what: format!("AUXTRACE_INFO, CPU {}: {n} {v:#x} is beyond 32 bits", e.cpu),
         })
-    })?;
-    Ok(Input {
-        captures,
-        snapshot: Some(snapshot),
-    })
+    };
+    Ok(Ok(SourceSpec {
+        name,
+        id,
+        protocol,
+        regs: SourceRegs {
+            etmcr: word(e.etmcr, "ETMCR")?,
+            etmccer: word(e.etmccer, "ETMCCER")?,
+            etmidr: word(e.etmidr, "ETMIDR")?,
+        },
+        core: Some(format!("cpu{}", e.cpu)),
+    }))
+}
+
+/// Why a recording with no piece of AUX data has none.
+fn no_aux_data(perf: &PerfData) -> PerfError {
+    let aux = perf
+        .records
+        .iter()
+        .filter(|r| matches!(r.body, Body::Aux(_)))
+        .count();
+    PerfError::Bad {
+        offset: perf.header.data.offset,
+        what: format!(
+            "no AUX data: no AUXTRACE record holds trace ({aux} AUX records announce data that was not saved)"
+        ),
+    }
+}
+
+/// The capture of one piece of AUX data of the recording at `path`: in
+/// frames holding every source, or (raw, from a sink without a
+/// formatter) the bytes of the source of the piece's CPU.
+fn capture_of(path: &Path, p: Piece, sources: &[SourceSpec], skipped: &[Skipped]) -> CaptureSpec {
+    let layout = if p.raw {
+        let by_cpu = sources
+            .iter()
+            .find(|s| s.core.as_deref() == Some(&format!("cpu{}", p.cpu)));
+        let id = by_cpu.or(sources.first()).map_or(0, |s| s.id);
+        FrameMode::Raw { id }
+    } else {
+        FrameMode::Memory
+    };
+    let srcs = match layout {
+        FrameMode::Raw { id } => sources.iter().filter(|s| s.id == id).cloned().collect(),
+        _ => sources.to_vec(),
+    };
+    CaptureSpec {
+        path: path.to_path_buf(),
+        layout,
+        sources: srcs,
+        any_id: None,
+        skipped: skipped.to_vec(),
+        within: None,
+        range: Some((p.start, p.len)),
+    }
 }
 
 fn protocol_label(p: Protocol) -> &'static str {
@@ -309,7 +355,8 @@ fn cpu_text(cpu: u32) -> String {
 
 /// Where the mapped file `m` is found: under `symfs`, in the build-ID
 /// cache, or (without `symfs`) at its own path.
-fn find_file(m: &Mmap, build_id: Option<&str>, symfs: Option<&Path>) -> Option<PathBuf> {
+fn find_file(m: &Mmap, build_id: Option<&str>, lookup: Lookup<'_>) -> Option<PathBuf> {
+    let symfs = lookup.symfs;
     let name = Path::new(&m.filename);
     let mut tries = Vec::new();
     if let Some(dir) = symfs {
@@ -320,10 +367,7 @@ fn find_file(m: &Mmap, build_id: Option<&str>, symfs: Option<&Path>) -> Option<P
         }
     }
     if let Some(id) = build_id.filter(|id| id.len() > 2) {
-        let cache = std::env::var_os("PERF_BUILDID_DIR")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".debug")));
-        if let Some(cache) = cache {
+        if let Some(cache) = lookup.build_id_cache {
             let link = cache.join(".build-id").join(&id[..2]).join(&id[2..]);
             tries.push(link.join("elf"));
             tries.push(link);
@@ -336,7 +380,7 @@ fn find_file(m: &Mmap, build_id: Option<&str>, symfs: Option<&Path>) -> Option<P
 }
 
 /// The memory dumps of the executable mappings whose files are found.
-fn dumps(perf: &PerfData, symfs: Option<&Path>, notes: &mut Vec<String>) -> Vec<Dump> {
+fn dumps(perf: &PerfData, lookup: Lookup<'_>, notes: &mut Vec<String>) -> Vec<Dump> {
     let ids: BTreeMap<&str, String> = perf
         .features
         .build_ids
@@ -361,7 +405,7 @@ fn dumps(perf: &PerfData, symfs: Option<&Path>, notes: &mut Vec<String>) -> Vec<
             .as_ref()
             .map(|b| b.iter().map(|x| format!("{x:02x}")).collect::<String>())
             .or_else(|| ids.get(m.filename.as_str()).cloned());
-        let Some(found) = find_file(m, id.as_deref(), symfs) else {
+        let Some(found) = find_file(m, id.as_deref(), lookup) else {
             *missing.entry(shown(&m.filename)).or_default() += 1;
             continue;
         };
@@ -395,7 +439,7 @@ fn dumps(perf: &PerfData, symfs: Option<&Path>, notes: &mut Vec<String>) -> Vec<
     for (name, n) in missing {
         notes.push(format!(
             "{name}: mapped {n} time(s) but not found ({}): code there is not decoded",
-            match symfs {
+            match lookup.symfs {
                 Some(d) => format!(
                     "looked under --symfs {} and in the build-ID cache",
                     d.display()

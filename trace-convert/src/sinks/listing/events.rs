@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
-use trace_core::event::{Event, EventKind};
+use trace_core::event::{Event, EventKind, Range};
 use trace_core::memory::MemoryImage;
 
 /// One event as a flat record (see the module documentation).
@@ -234,41 +234,7 @@ pub fn write_event<W: Write + ?Sized>(
     instructions: Option<&dyn MemoryImage>,
 ) -> io::Result<()> {
     if let (Some(mem), EventKind::Range(r)) = (instructions, &e.kind) {
-        let n = r.count;
-        for (k, i) in r.instructions(mem).enumerate() {
-            let last = k as u32 + 1 == n;
-            let text = isa_decode::disassemble(i.opcode(), i.addr, r.isa)
-                .unwrap_or_else(|| "<undecodable>".into());
-            let executed = !last || r.executed;
-            match format {
-                EventFormat::Jsonl => {
-                    let rec = EventRecord {
-                        offset: e.offset,
-                        id: e.id,
-                        kind: "instruction".into(),
-                        address: Some(i.addr),
-                        isa: Some(r.isa.name().into()),
-                        executed: Some(executed),
-                        opcode: Some(hex(i.opcode())),
-                        text: Some(text),
-                        ..EventRecord::default()
-                    };
-                    serde_json::to_writer(&mut *out, &rec)?;
-                    out.write_all(b"\n")?;
-                }
-                EventFormat::Text => writeln!(
-                    out,
-                    "{:>10}  {:#04x}  {:08x}  {:<8}  {}{}",
-                    e.offset,
-                    e.id,
-                    i.addr,
-                    hex(i.opcode()),
-                    text,
-                    if executed { "" } else { "  (condition failed)" }
-                )?,
-            }
-        }
-        return Ok(());
+        return write_instructions(out, format, e, r, mem);
     }
     match format {
         EventFormat::Jsonl => {
@@ -278,69 +244,118 @@ pub fn write_event<W: Write + ?Sized>(
             serde_json::to_writer(&mut *out, &EventRecord::from_event(e))?;
             out.write_all(b"\n")
         }
-        EventFormat::Text => {
-            write!(out, "{:>10}  {:#04x}  ", e.offset, e.id)?;
-            match e.kind {
-                EventKind::Range(r) => writeln!(
-                    out,
-                    "range {:08x}..{:08x} {} insns {} {} {}{}{}{}{}",
-                    r.start,
-                    r.end,
-                    r.count,
-                    r.isa.name(),
-                    if r.executed { "E" } else { "N" },
-                    r.last.name(),
-                    if r.link { " link" } else { "" },
-                    if r.ret { " ret" } else { "" },
-                    if r.cond { " cond" } else { "" },
-                    r.cycles.map(|c| format!(" cc={c}")).unwrap_or_default()
-                ),
-                EventKind::Exception { number, ret } => writeln!(
-                    out,
-                    "exception {number} ({}) return {}",
-                    ptm_packets::exception_name(number),
-                    ret.map_or_else(|| "unknown".into(), |a| format!("{a:08x}"))
-                ),
-                EventKind::Context(c) => writeln!(
-                    out,
-                    "context {} {}{}{}{}",
-                    c.isa.name(),
-                    if c.ns { "NS" } else { "S" },
-                    if c.hyp { " hyp" } else { "" },
-                    c.context_id
-                        .map(|v| format!(" ctxid={v:#x}"))
-                        .unwrap_or_default(),
-                    c.vmid.map(|v| format!(" vmid={v}")).unwrap_or_default()
-                ),
-                EventKind::TraceOn { reason, .. } => writeln!(out, "trace on ({})", reason.name()),
-                EventKind::Timestamp { value, .. } => writeln!(out, "timestamp {value:#x}"),
-                EventKind::CycleCount(c) => writeln!(out, "cycles {c}"),
-                EventKind::AddrNacc { addr } => {
-                    writeln!(out, "memory not accessible at {addr:08x}")
-                }
-                EventKind::Gap(g) => writeln!(
-                    out,
-                    "gap ({}){}",
-                    g.name(),
-                    g.addr().map(|a| format!(" at {a:08x}")).unwrap_or_default()
-                ),
-                EventKind::Inconsistent {
-                    check,
-                    expected,
-                    traced,
-                } => writeln!(
-                    out,
-                    "inconsistent ({}): decoded flow at {expected:08x}, trace {}",
-                    check.name(),
-                    traced.map_or_else(|| "gives no address".to_owned(), |t| format!("at {t:08x}"))
-                ),
-                EventKind::ExceptionReturn => writeln!(out, "exception return"),
-                EventKind::NoSync => writeln!(out, "no sync"),
-                EventKind::EndOfTrace => writeln!(out, "end of trace"),
-                // A later kind: its name.
-                other => writeln!(out, "{}", other.name()),
+        EventFormat::Text => write_text(out, e),
+    }
+}
+
+/// Write the range `r` of `e` instruction by instruction, with
+/// disassembly read from `mem`.
+fn write_instructions<W: Write + ?Sized>(
+    out: &mut W,
+    format: EventFormat,
+    e: &Event,
+    r: &Range,
+    mem: &dyn MemoryImage,
+) -> io::Result<()> {
+    let n = r.count;
+    for (k, i) in r.instructions(mem).enumerate() {
+        let last = k as u32 + 1 == n;
+        let text = isa_decode::disassemble(i.opcode(), i.addr, r.isa)
+            .unwrap_or_else(|| "<undecodable>".into());
+        let executed = !last || r.executed;
+        match format {
+            EventFormat::Jsonl => {
+                let rec = EventRecord {
+                    offset: e.offset,
+                    id: e.id,
+                    kind: "instruction".into(),
+                    address: Some(i.addr),
+                    isa: Some(r.isa.name().into()),
+                    executed: Some(executed),
+                    opcode: Some(hex(i.opcode())),
+                    text: Some(text),
+                    ..EventRecord::default()
+                };
+                serde_json::to_writer(&mut *out, &rec)?;
+                out.write_all(b"\n")?;
             }
+            EventFormat::Text => writeln!(
+                out,
+                "{:>10}  {:#04x}  {:08x}  {:<8}  {}{}",
+                e.offset,
+                e.id,
+                i.addr,
+                hex(i.opcode()),
+                text,
+                if executed { "" } else { "  (condition failed)" }
+            )?,
         }
+    }
+    Ok(())
+}
+
+/// Write the text line of `e`.
+fn write_text<W: Write + ?Sized>(out: &mut W, e: &Event) -> io::Result<()> {
+    write!(out, "{:>10}  {:#04x}  ", e.offset, e.id)?;
+    match e.kind {
+        EventKind::Range(r) => writeln!(
+            out,
+            "range {:08x}..{:08x} {} insns {} {} {}{}{}{}{}",
+            r.start,
+            r.end,
+            r.count,
+            r.isa.name(),
+            if r.executed { "E" } else { "N" },
+            r.last.name(),
+            if r.link { " link" } else { "" },
+            if r.ret { " ret" } else { "" },
+            if r.cond { " cond" } else { "" },
+            r.cycles.map(|c| format!(" cc={c}")).unwrap_or_default()
+        ),
+        EventKind::Exception { number, ret } => writeln!(
+            out,
+            "exception {number} ({}) return {}",
+            ptm_packets::exception_name(number),
+            ret.map_or_else(|| "unknown".into(), |a| format!("{a:08x}"))
+        ),
+        EventKind::Context(c) => writeln!(
+            out,
+            "context {} {}{}{}{}",
+            c.isa.name(),
+            if c.ns { "NS" } else { "S" },
+            if c.hyp { " hyp" } else { "" },
+            c.context_id
+                .map(|v| format!(" ctxid={v:#x}"))
+                .unwrap_or_default(),
+            c.vmid.map(|v| format!(" vmid={v}")).unwrap_or_default()
+        ),
+        EventKind::TraceOn { reason, .. } => writeln!(out, "trace on ({})", reason.name()),
+        EventKind::Timestamp { value, .. } => writeln!(out, "timestamp {value:#x}"),
+        EventKind::CycleCount(c) => writeln!(out, "cycles {c}"),
+        EventKind::AddrNacc { addr } => {
+            writeln!(out, "memory not accessible at {addr:08x}")
+        }
+        EventKind::Gap(g) => writeln!(
+            out,
+            "gap ({}){}",
+            g.name(),
+            g.addr().map(|a| format!(" at {a:08x}")).unwrap_or_default()
+        ),
+        EventKind::Inconsistent {
+            check,
+            expected,
+            traced,
+        } => writeln!(
+            out,
+            "inconsistent ({}): decoded flow at {expected:08x}, trace {}",
+            check.name(),
+            traced.map_or_else(|| "gives no address".to_owned(), |t| format!("at {t:08x}"))
+        ),
+        EventKind::ExceptionReturn => writeln!(out, "exception return"),
+        EventKind::NoSync => writeln!(out, "no sync"),
+        EventKind::EndOfTrace => writeln!(out, "end of trace"),
+        // A later kind: its name.
+        other => writeln!(out, "{}", other.name()),
     }
 }
 

@@ -1,0 +1,810 @@
+//! The converting form of the command line: outputs, clock, symbols, the
+//! bundled example, the summary.
+
+use super::{exit, fail, input_code, SourceArgs};
+use crate::outputs_cli::{output_failure, OutputArgs};
+use clap::{Args, ValueEnum};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use trace_convert::clock::ClockKind;
+use trace_convert::convert::{
+    self, ClockChoice, ConvertError, ConvertOptions, ConvertReport, Converter,
+};
+use trace_convert::decode::{memory_for, no_memory_warning};
+use trace_convert::decode::{ExtraMemory, MemArg};
+use trace_convert::input::snapshot::is_snapshot;
+use trace_convert::input::{self, Input};
+use trace_convert::output::OutputPlan;
+use trace_convert::plural::plural;
+use trace_convert::sinks::events_file::format::{Header, ImageInfo, SourceInfo};
+use trace_convert::sinks::folded::Weight;
+use trace_convert::sinks::lcov::coverage::LcovOptions;
+use trace_convert::sinks::registry::{self, Format, Setup, FORMATS};
+use trace_convert::sinks::report::ReportOptions;
+use trace_convert::symbols::Symbolizer;
+use trace_core::memory::MemoryImage;
+
+/// The bundled example, relative to the repository root: a snapshot
+/// directory (with the program's ELF beside its `snapshot.ini`).
+pub const EXAMPLE_DIR: &str = "examples/snapshot";
+
+/// Outputs, symbols and clock of a conversion.
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// A snapshot directory (snapshot.ini) or a capture file; none at all
+    /// converts the bundled example into ./out/.
+    #[arg(value_name = "SNAPSHOT_DIR|FILE")]
+    path: Option<PathBuf>,
+    #[command(flatten)]
+    source: SourceArgs,
+    /// An ELF file: code for decoding, symbols and DWARF lines for the
+    /// outputs (repeatable). Example: --elf app.elf
+    #[arg(long = "elf", value_name = "FILE")]
+    elf: Vec<PathBuf>,
+    /// A raw binary and its load address (repeatable). Example:
+    /// --mem code.bin@0x80000000
+    #[arg(long = "mem", value_name = "FILE@ADDRESS")]
+    mem: Vec<MemArg>,
+    #[command(flatten)]
+    outputs: OutputArgs,
+    /// Convert events saved by --save-events instead of decoding a
+    /// capture. Example: --from-events run.events --folded app.folded
+    #[arg(long, value_name = "FILE", conflicts_with = "path")]
+    from_events: Option<PathBuf>,
+    /// With --from-events: go on (with a warning) when an --elf or --mem
+    /// file is not one the events were decoded with. Without it such a
+    /// file is refused, as its names and lines would describe another
+    /// program.
+    #[arg(long, requires = "from_events")]
+    ignore_image_mismatch: bool,
+    /// LCOV: also report every conditional instruction that is not a
+    /// branch as a two-way branch (passed, failed). Only ETMv3 traces their
+    /// outcome (one atom per instruction); under PTM they are left out.
+    /// Example: --lcov app.info --lcov-conditionals
+    #[arg(long)]
+    lcov_conditionals: bool,
+    /// Weight of folded stacks: instructions, or cycles (cycle-accurate
+    /// trace). Example: --folded-weight cycles
+    #[arg(long, value_enum, default_value_t = WeightArg::Instructions)]
+    folded_weight: WeightArg,
+    /// The time axis: auto picks cycles for cycle-accurate trace, else
+    /// timestamps, else instruction count. Example: --clock instructions
+    #[arg(long, value_enum, default_value_t = ClockArg::Auto)]
+    clock: ClockArg,
+    /// Processor clock in Hz, to show cycle counts as time (default: one
+    /// cycle shown as 1 ns). Example: --cpu-hz 1.2e9
+    #[arg(long, value_name = "HZ", value_parser = parse_hz)]
+    cpu_hz: Option<f64>,
+    /// Timestamp counter frequency in Hz (default: one tick shown as
+    /// 1 ns). Example: --timestamp-hz 100e6
+    #[arg(long, value_name = "HZ", value_parser = parse_hz)]
+    timestamp_hz: Option<f64>,
+    /// Deepest call stack kept; deeper calls are counted and dropped.
+    /// Example: --max-depth 256
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = parse_depth)]
+    max_depth: usize,
+    /// Show no inlined functions: by default code that DWARF says was
+    /// inlined gets frames of its own (the inlined function above the one
+    /// it was inlined into) in the Chrome, Perfetto and folded outputs.
+    /// Example: --no-inline
+    #[arg(long)]
+    no_inline: bool,
+    /// Keep function names as the ELF files spell them: by default C++
+    /// and Rust mangled names are demangled (`_ZN4demo8crc_taskEv` is
+    /// shown as `demo::crc_task()`).
+    /// Example: --no-demangle
+    #[arg(long)]
+    no_demangle: bool,
+    /// No progress bar.
+    #[arg(long)]
+    no_progress: bool,
+    /// How `report` makes its table (set by that subcommand).
+    #[arg(skip)]
+    pub report: ReportOptions,
+}
+
+impl ConvertArgs {
+    /// The outputs, to add one.
+    pub fn outputs_mut(&mut self) -> &mut OutputArgs {
+        &mut self.outputs
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum WeightArg {
+    /// Instructions executed.
+    Instructions,
+    /// Processor cycles (cycle-accurate trace).
+    Cycles,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ClockArg {
+    /// Cycles, else timestamps, else instructions, from the configuration.
+    Auto,
+    /// Cycle counts.
+    Cycles,
+    /// Timestamps.
+    Timestamps,
+    /// Instruction count.
+    Instructions,
+}
+
+/// Frequencies accepted, in Hz: 1 kHz to 100 GHz (a slower or faster
+/// processor or timestamp counter is surely a typing mistake).
+const HZ_BOUNDS: (f64, f64) = (1e3, 1e11);
+
+fn parse_hz(s: &str) -> Result<f64, String> {
+    let (lo, hi) = HZ_BOUNDS;
+    match s.trim().parse::<f64>() {
+        Ok(v) if (lo..=hi).contains(&v) => Ok(v),
+        Ok(v) if v.is_finite() && v > 0.0 => Err(format!(
+            "{s} Hz is outside the frequencies accepted, {lo:e} (1 kHz) to {hi:e} (100 GHz)"
+        )),
+        _ => Err(format!("`{s}` is not a positive frequency in Hz")),
+    }
+}
+
+/// Call-stack depths accepted by `--max-depth`.
+const DEPTH_BOUNDS: (usize, usize) = (1, 1_000_000);
+
+fn parse_depth(s: &str) -> Result<usize, String> {
+    let (lo, hi) = DEPTH_BOUNDS;
+    match s.trim().parse::<usize>() {
+        Ok(v) if (lo..=hi).contains(&v) => Ok(v),
+        _ => Err(format!("`{s}` is not a depth from {lo} to {hi}")),
+    }
+}
+
+/// One output: its format, where, and whether it goes into the output
+/// folder (which is then made when the outputs are committed).
+#[derive(Debug, Clone)]
+struct Target {
+    format: &'static Format,
+    path: PathBuf,
+    in_folder: bool,
+}
+
+/// Where each output goes, in the order of [`FORMATS`]: the files given,
+/// and those of `folder` for the formats not given (those that need
+/// source lines only `with_lines`).
+fn targets(outputs: &OutputArgs, folder: Option<&Path>, with_lines: bool) -> Vec<Target> {
+    let mut v = Vec::new();
+    for format in FORMATS {
+        if let Some(p) = outputs.file(format) {
+            v.push(Target {
+                format,
+                path: p.to_path_buf(),
+                in_folder: false,
+            });
+            continue;
+        }
+        let Some(dir) = folder else { continue };
+        let Some(name) = format.in_folder else {
+            continue;
+        };
+        if format.needs.lines && !with_lines {
+            continue;
+        }
+        v.push(Target {
+            format,
+            path: dir.join(name),
+            in_folder: true,
+        });
+    }
+    v
+}
+
+/// Find the bundled example: [`EXAMPLE_DIR`] beside the sources this
+/// binary was built from, else below the current directory; failing both,
+/// the first snapshot directory (by name) in either `examples` folder.
+fn find_example() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let bases = [root, PathBuf::from(".")];
+    if let Some(p) = bases
+        .iter()
+        .map(|b| b.join(EXAMPLE_DIR))
+        .find(|p| is_snapshot(p))
+    {
+        return Some(p);
+    }
+    bases.iter().find_map(|b| {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(b.join("examples"))
+            .ok()?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| is_snapshot(p))
+            .collect();
+        dirs.sort();
+        dirs.into_iter().next()
+    })
+}
+
+/// ELF files in the example directory.
+fn elves_in(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "elf"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Run a conversion as `args` say; the exit code (messages printed).
+pub fn run(args: &ConvertArgs) -> ExitCode {
+    match convert_as(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(code) => code,
+    }
+}
+
+/// The steps of [`run`]: every output and input checked, then the
+/// symbols, input and memory read, before any output is created; then
+/// one conversion into all of them, committed together.
+fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
+    let (path, elves, example) = choose_input(args)?;
+    let targets = choose_targets(args, path.as_deref(), example, !elves.is_empty())?;
+    let mut plan = plan_outputs(args, &targets, path.as_deref(), &elves)?;
+    let symbols = load_symbols(args, &elves, &targets)?;
+    if let Some(ev) = &args.from_events {
+        check_images(ev, &elves, &args.mem, args.ignore_image_mismatch)
+            .map_err(|e| fail(exit::INPUT, e))?;
+    }
+    let extra = ExtraMemory {
+        elves,
+        raw: args.mem.clone(),
+    };
+    let input = open_input(args, path.as_deref(), &extra, &mut plan)?;
+    let options = convert_options(args, input.as_ref());
+    let clock = match (&input, &args.from_events) {
+        (Some(i), _) => options.clock_for(i),
+        (None, Some(ev)) => {
+            convert::events_file_clock(ev, &options).map_err(|e| fail(exit::INPUT, e))?
+        }
+        (None, None) => options.clock_for_etmcr(&[]),
+    };
+    eprintln!("trace-convert: {}", clock.describe());
+    let read = read_for_sinks(args, &targets, input.as_ref(), &extra)?;
+    let mut set = plan.create().map_err(|e| output_failure(&e))?;
+    let weight = folded_weight(args);
+    let setup = Setup {
+        symbols: &symbols,
+        code: read.code,
+        header: read.header,
+        folded_weight: weight,
+        lcov: LcovOptions {
+            test_name: None,
+            conditional_instructions: args.lcov_conditionals,
+        },
+        report: args.report,
+    };
+    let mut conv = Converter::new(&symbols, clock, options.max_depth)
+        .with_decode_options(crate::jobs::decode_options());
+    for (t, out) in targets.iter().zip(set.writers()) {
+        conv.add_sink((t.format.open)(out, &setup).map_err(|e| fail(exit::OUTPUT, e))?);
+    }
+    let report = match (&input, &args.from_events) {
+        (Some(input), _) => {
+            input.captures.iter().for_each(super::print_skipped);
+            let mut bar = crate::progress_bar::Bar::new(!args.no_progress);
+            convert::convert_input(input, &extra, conv, &mut bar)
+        }
+        (None, Some(events)) => convert::convert_events_file(events, conv, read.events_memory),
+        (None, None) => return Err(fail(exit::USAGE, "no input")),
+    }
+    .map_err(|e| conversion_failure(&e))?;
+    if let Some(input) = &input {
+        check_decoded(input, &report)?;
+    }
+    // Every output is complete: all of them take their final names now.
+    set.commit().map_err(|e| output_failure(&e))?;
+    print_summary(&report);
+    let cycles: u64 = report.ids.values().map(|r| r.cycles).sum();
+    let folded = targets.iter().any(|t| t.format.flag == "folded");
+    if folded && weight == Weight::Cycles && cycles == 0 {
+        eprintln!(
+            "trace-convert: note: the trace has no cycle counts (not cycle-accurate): \
+             every folded weight is 0; use --folded-weight instructions"
+        );
+    }
+    print_written(&targets);
+    Ok(())
+}
+
+/// The input path, the ELF files and whether the bundled example is
+/// converted (no input and no saved events given: the example's
+/// directory, with the ELF files in it).
+fn choose_input(args: &ConvertArgs) -> Result<(Option<PathBuf>, Vec<PathBuf>, bool), ExitCode> {
+    let mut elves = args.elf.clone();
+    let example = args.path.is_none() && args.from_events.is_none();
+    let path = match (&args.path, example) {
+        (Some(p), _) => Some(p.clone()),
+        (None, false) => None,
+        (None, true) => {
+            let Some(dir) = find_example() else {
+                return Err(fail(
+                    exit::INPUT,
+                    format!(
+                        "no input given and the bundled example ({EXAMPLE_DIR} in the repository) was not found; \
+                         give a snapshot directory or capture file (see --help)"
+                    ),
+                ));
+            };
+            let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+            eprintln!(
+                "trace-convert: no input given: converting the bundled example {}",
+                dir.display()
+            );
+            elves.extend(elves_in(&dir));
+            Some(dir)
+        }
+    };
+    Ok((path, elves, example))
+}
+
+/// The outputs to write (into `out` for the bundled example when none is
+/// given), refused when there are none, when one needs a capture and
+/// only saved events are given, or when `--out-dir` names a file.
+fn choose_targets(
+    args: &ConvertArgs,
+    path: Option<&Path>,
+    example: bool,
+    with_lines: bool,
+) -> Result<Vec<Target>, ExitCode> {
+    let out_dir = args.outputs.out_dir();
+    let mut targets = targets(&args.outputs, out_dir, with_lines);
+    if example && targets.is_empty() {
+        targets = self::targets(&args.outputs, Some(Path::new("out")), true);
+    }
+    if targets.is_empty() {
+        if let Some(p) = path.filter(|p| !p.exists()) {
+            return Err(fail(
+                exit::USAGE,
+                format!(
+                    "`{}` is neither a subcommand (packets, decode, convert, report) nor an existing input (see --help)",
+                    p.display()
+                ),
+            ));
+        }
+        let flags: Vec<String> = FORMATS.iter().map(|f| format!("--{}", f.flag)).collect();
+        return Err(fail(
+            exit::USAGE,
+            format!(
+                "nothing to write: give {} or --out-dir (see --help)",
+                flags.join(", ")
+            ),
+        ));
+    }
+    if path.is_none() {
+        if let Some(t) = targets.iter().find(|t| t.format.needs.capture) {
+            return Err(fail(
+                exit::USAGE,
+                format!(
+                    "--{} needs a capture to decode, not --from-events",
+                    t.format.flag
+                ),
+            ));
+        }
+    }
+    if let Some(dir) = out_dir {
+        if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
+            return Err(fail(
+                exit::OUTPUT,
+                format!(
+                    "--out-dir {}: is a file, not a folder (give a folder to write the outputs into)",
+                    dir.display()
+                ),
+            ));
+        }
+    }
+    Ok(targets)
+}
+
+/// Every output checked before anything is read: none may be another
+/// output or an input named on the command line.
+fn plan_outputs(
+    args: &ConvertArgs,
+    targets: &[Target],
+    path: Option<&Path>,
+    elves: &[PathBuf],
+) -> Result<OutputPlan, ExitCode> {
+    let out_dir = args.outputs.out_dir();
+    let mut plan = OutputPlan::new();
+    for t in targets {
+        let flag = format!("--{}", t.format.flag);
+        let label = if t.in_folder { "--out-dir" } else { &flag };
+        // An output given inside the output folder may wait for it too.
+        let make_folders = t.in_folder || out_dir.is_some_and(|d| t.path.starts_with(d));
+        plan.add(label, &t.path, make_folders)
+            .map_err(|e| output_failure(&e))?;
+    }
+    let named = path
+        .into_iter()
+        .chain(elves.iter().map(PathBuf::as_path))
+        .chain(args.mem.iter().map(|m| m.path.as_path()))
+        .chain(args.from_events.as_deref());
+    plan.check_inputs(named).map_err(|e| output_failure(&e))?;
+    Ok(plan)
+}
+
+/// The flag of the first output that needs what `need` picks, for
+/// messages.
+fn needing(targets: &[Target], need: fn(&registry::Needs) -> bool) -> Option<String> {
+    targets
+        .iter()
+        .find(|t| need(&t.format.needs))
+        .map(|t| format!("--{}", t.format.flag))
+}
+
+/// The symbols of `elves`, with notes on what they lack; refused when an
+/// output needs source lines they do not give.
+fn load_symbols(
+    args: &ConvertArgs,
+    elves: &[PathBuf],
+    targets: &[Target],
+) -> Result<Symbolizer, ExitCode> {
+    let mut symbols = Symbolizer::default();
+    symbols.set_demangle(!args.no_demangle);
+    for e in elves {
+        symbols.add_elf(e).map_err(|e| fail(exit::INPUT, e))?;
+    }
+    symbols.set_inline_scopes(!args.no_inline);
+    for p in symbols.dwarf_problems() {
+        eprintln!("trace-convert: warning: DWARF section not readable: {p}: that file gives no source lines");
+    }
+    if symbols.is_empty() {
+        eprintln!(
+            "trace-convert: note: no ELF file given (--elf): functions are named by address (0x...)"
+        );
+    } else if !symbols.has_lines() {
+        eprintln!("trace-convert: note: the ELF files have no DWARF line information");
+    }
+    if let Some(flag) = needing(targets, |n| n.lines) {
+        let problems = symbols.check_dwarf();
+        if let Some(p) = problems.first() {
+            return Err(fail(
+                exit::INPUT,
+                format!(
+                    "{flag}: DWARF section not readable: {p}: the coverage would be incomplete"
+                ),
+            ));
+        }
+        if !symbols.has_lines() {
+            return Err(fail(
+                exit::USAGE,
+                format!("{flag} needs an ELF file with DWARF line information (--elf app.elf)"),
+            ));
+        }
+    }
+    Ok(symbols)
+}
+
+/// The input at `path` (none for saved events), with its notes, a
+/// warning for each source without memory, and its own files (known once
+/// its `.ini` files are read) checked against the outputs.
+fn open_input(
+    args: &ConvertArgs,
+    path: Option<&Path>,
+    extra: &ExtraMemory,
+    plan: &mut OutputPlan,
+) -> Result<Option<Input>, ExitCode> {
+    let Some(p) = path else {
+        return Ok(None);
+    };
+    let input = input::resolve(p, &args.source.flags()).map_err(|e| fail(input_code(&e), e))?;
+    super::print_notes(&input);
+    for s in input.captures.iter().flat_map(|c| &c.sources) {
+        if !input.has_memory(&s.name, extra) {
+            eprintln!("trace-convert: {}", no_memory_warning(&s.name));
+        }
+    }
+    plan.check_inputs(input.files().iter().map(PathBuf::as_path))
+        .map_err(|e| output_failure(&e))?;
+    Ok(Some(input))
+}
+
+/// The settings of the conversion; the timestamp frequency, when not
+/// given, from the snapshot's `trace.ini`.
+fn convert_options(args: &ConvertArgs, input: Option<&Input>) -> ConvertOptions {
+    ConvertOptions {
+        clock: match args.clock {
+            ClockArg::Auto => ClockChoice::Auto,
+            ClockArg::Cycles => ClockChoice::Fixed(ClockKind::Cycles),
+            ClockArg::Timestamps => ClockChoice::Fixed(ClockKind::Timestamps),
+            ClockArg::Instructions => ClockChoice::Fixed(ClockKind::Instructions),
+        },
+        cpu_hz: args.cpu_hz,
+        timestamp_hz: args.timestamp_hz.or_else(|| {
+            input
+                .and_then(|i| i.snapshot.as_ref())
+                .and_then(|s| s.timestamp_hz)
+                .map(|hz| hz as f64)
+        }),
+        max_depth: args.max_depth,
+    }
+}
+
+fn folded_weight(args: &ConvertArgs) -> Weight {
+    match args.folded_weight {
+        WeightArg::Instructions => Weight::Instructions,
+        WeightArg::Cycles => Weight::Cycles,
+    }
+}
+
+/// What the sinks read, read before any output is created.
+struct SinkReads {
+    /// The code image, for the formats that need it.
+    code: Option<Arc<dyn MemoryImage>>,
+    /// The saved-events header, for a run that decodes a capture.
+    header: Option<Header>,
+    /// The memory of a conversion of saved events.
+    events_memory: Option<Arc<dyn MemoryImage>>,
+}
+
+fn read_for_sinks(
+    args: &ConvertArgs,
+    targets: &[Target],
+    input: Option<&Input>,
+    extra: &ExtraMemory,
+) -> Result<SinkReads, ExitCode> {
+    let load = |input: Option<&Input>, source: &str| {
+        memory_for(input.and_then(|i| i.snapshot.as_ref()), source, extra)
+            .map(|m| Arc::new(m) as Arc<dyn MemoryImage>)
+            .map_err(|e| fail(exit::INPUT, e))
+    };
+    let code = if needing(targets, |n| n.code).is_some() {
+        let first = input
+            .and_then(|i| i.captures.iter().flat_map(|c| &c.sources).next())
+            .map_or("", |s| s.name.as_str());
+        Some(load(input, first)?)
+    } else {
+        None
+    };
+    let header = match (input, needing(targets, |n| n.capture).is_some()) {
+        (Some(input), true) => Some(events_header(input, extra).map_err(|e| fail(exit::INPUT, e))?),
+        _ => None,
+    };
+    let events_memory = match (input, &args.from_events) {
+        (None, Some(_)) => Some(load(None, "")?),
+        _ => None,
+    };
+    Ok(SinkReads {
+        code,
+        header,
+        events_memory,
+    })
+}
+
+/// The exit code and message of a failed conversion.
+fn conversion_failure(e: &ConvertError) -> ExitCode {
+    let code = match e {
+        ConvertError::Input(i) => input_code(i),
+        ConvertError::Memory(_) | ConvertError::Symbols(_) | ConvertError::EventsFile { .. } => {
+            exit::INPUT
+        }
+        ConvertError::Read { source, .. } => match source {
+            trace_convert::packets::ReadError::Input(i) => input_code(i),
+            trace_convert::packets::ReadError::Io { .. } => exit::INPUT,
+            _ => exit::OUTPUT,
+        },
+        _ => exit::OUTPUT,
+    };
+    fail(code, e)
+}
+
+/// Refuse a run that read capture bytes and decoded nothing from them
+/// (no output takes its final name).
+fn check_decoded(input: &Input, report: &ConvertReport) -> Result<(), ExitCode> {
+    let bytes: u64 = report.captures.iter().map(|(_, b)| b).sum();
+    let decoded: u64 = report
+        .ids
+        .values()
+        .map(|r| r.instructions + r.nacc.values().sum::<u64>())
+        .sum();
+    if bytes > 0 && decoded == 0 {
+        return Err(fail(exit::CONFIG, super::nothing_decoded(input, bytes)));
+    }
+    Ok(())
+}
+
+/// List the outputs written and how to open each.
+fn print_written(targets: &[Target]) {
+    eprintln!("trace-convert: wrote:");
+    for t in targets {
+        let what = t.format.what;
+        if t.path.as_os_str() == "-" {
+            eprintln!("  {what:<15} standard output");
+        } else {
+            let p = t.path.display().to_string();
+            eprintln!(
+                "  {what:<15} {p}  ({})",
+                t.format.how_to_open.replace("FILE", &p)
+            );
+        }
+    }
+}
+
+fn print_summary(r: &ConvertReport) {
+    for (path, bytes) in &r.captures {
+        eprintln!(
+            "trace-convert: {}: {}",
+            path.display(),
+            plural(*bytes, "byte")
+        );
+    }
+    for (id, p) in &r.parsed {
+        if !r.ids.contains_key(id) {
+            eprintln!(
+                "trace-convert: ID {id:#04x}: {}, {}, {} skipped, no instructions decoded",
+                plural(p.bytes, "byte"),
+                plural(p.packets, "packet"),
+                plural(p.skipped, "byte")
+            );
+        }
+    }
+    for (id, c) in &r.ids {
+        let mut line = format!("trace-convert: ID {id:#04x}: ");
+        if let Some(p) = r.parsed.get(id) {
+            line.push_str(&format!(
+                "{}, {}, {} skipped, ",
+                plural(p.bytes, "byte"),
+                plural(p.packets, "packet"),
+                plural(p.skipped, "byte")
+            ));
+        }
+        line.push_str(&format!(
+            "{} in {}, {}, {}, {} trace-on",
+            plural(c.instructions, "instruction"),
+            plural(c.ranges, "range"),
+            plural(c.exceptions, "exception"),
+            plural(c.gaps, "gap"),
+            c.trace_on
+        ));
+        if c.cycles > 0 {
+            line.push_str(&format!(", {}", plural(c.cycles, "cycle")));
+        }
+        let nacc: u64 = c.nacc.values().sum();
+        if nacc > 0 {
+            let top: Vec<String> = c
+                .top_nacc(3)
+                .iter()
+                .map(|(a, n)| format!("{a:#010x} ×{n}"))
+                .collect();
+            line.push_str(&format!(
+                ", {nacc} memory not accessible (most: {})",
+                top.join(", ")
+            ));
+        }
+        eprintln!("{line}");
+        for line in c.mismatches.lines(*id) {
+            eprintln!("trace-convert: {line}");
+        }
+    }
+    if r.stacks_built {
+        let s = r.stacks;
+        eprintln!(
+            "trace-convert: call stacks: {} calls, {} returns ({} unmatched, {} inferred callers), {} tail calls, {} resets at gaps, deepest {}{}",
+            s.calls,
+            s.returns,
+            s.unmatched_returns,
+            s.inferred,
+            s.tail_calls,
+            s.resets,
+            s.max_depth,
+            if s.dropped > 0 {
+                format!(", {} calls beyond the depth bound dropped", s.dropped)
+            } else {
+                String::new()
+            }
+        );
+    }
+}
+
+/// The header of a saved-events file for `input`.
+fn events_header(input: &Input, extra: &ExtraMemory) -> Result<Header, String> {
+    let mut images = Vec::new();
+    let mut paths: Vec<PathBuf> = Vec::new();
+    if let Some(snap) = &input.snapshot {
+        // Dumps are read through the snapshot folder, each file once.
+        let mut dumps: Vec<(&Path, &Path)> = input
+            .captures
+            .iter()
+            .flat_map(|c| &c.sources)
+            .filter_map(|s| snap.core_of(&s.name))
+            .flat_map(|core| {
+                core.dumps
+                    .iter()
+                    .map(|d| (d.file.as_path(), d.path.as_path()))
+            })
+            .collect();
+        dumps.sort_unstable();
+        dumps.dedup();
+        for (file, shown) in dumps {
+            let info = snap
+                .open(file)
+                .and_then(|f| ImageInfo::of_open(shown, f))
+                .map_err(|e| format!("{}: {e}", shown.display()))?;
+            images.push(info);
+        }
+    }
+    paths.extend(extra.elves.iter().cloned());
+    paths.extend(extra.raw.iter().map(|m| m.path.clone()));
+    paths.sort();
+    paths.dedup();
+    for p in paths {
+        images.push(ImageInfo::of_file(&p).map_err(|e| format!("{}: {e}", p.display()))?);
+    }
+    let sources = input
+        .captures
+        .iter()
+        .flat_map(|c| &c.sources)
+        .map(|s| SourceInfo {
+            trace_id: s.id,
+            protocol: s.protocol,
+            core: convert::core_label(input, s),
+        })
+        .collect();
+    Ok(Header {
+        input: input
+            .captures
+            .first()
+            .map(|c| c.path.display().to_string())
+            .unwrap_or_default(),
+        images,
+        sources,
+    })
+}
+
+/// Refuse `--elf` and `--mem` files that the saved events in `events`
+/// were not decoded with (compared by size and contents hash): their
+/// symbols and code would describe another program. With `ignore`, warn
+/// instead.
+fn check_images(
+    events: &Path,
+    elves: &[PathBuf],
+    mem: &[MemArg],
+    ignore: bool,
+) -> Result<(), String> {
+    use trace_convert::sinks::events_file::format::EventReader;
+    let file = trace_core::memory::open_regular(events)
+        .map_err(|e| format!("{}: {e}", events.display()))?;
+    let (header, _) = EventReader::open(std::io::BufReader::new(file))
+        .map_err(|e| format!("{}: {e}", events.display()))?;
+    let given = elves.iter().chain(mem.iter().map(|m| &m.path));
+    for p in given {
+        let info = ImageInfo::of_file(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        if header
+            .images
+            .iter()
+            .any(|i| i.size == info.size && i.hash == info.hash)
+        {
+            continue;
+        }
+        let saved = if header.images.is_empty() {
+            "none".to_owned()
+        } else {
+            header
+                .images
+                .iter()
+                .map(|i| format!("{} ({} bytes)", input::shown::shown(&i.path), i.size))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let what = format!(
+            "{}: not an image the events in {} were decoded with (those: {saved}); \
+             its symbols and code would describe another program",
+            p.display(),
+            events.display()
+        );
+        if !ignore {
+            return Err(format!("{what} (--ignore-image-mismatch to go on)"));
+        }
+        eprintln!("trace-convert: warning: {what}");
+    }
+    Ok(())
+}

@@ -1,0 +1,583 @@
+//! `trace-convert`: decode CoreSight ETMv3/PTM trace captures.
+//!
+//! The command line over the `trace_convert` library, in this folder
+//! only: the arguments (clap), the `packets` and `decode` listings here,
+//! the conversion in `convert_cli`, the output checks in `outputs_cli`,
+//! the progress bar in `progress_bar` and spelling suggestions in `typo`.
+//! The library builds without any of it (the `cli` feature).
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use trace_convert::decode::{self as dec, no_memory_warning, ExtraMemory};
+use trace_convert::input::flags::{Layout, SourceFlags};
+use trace_convert::input::memory::Images;
+use trace_convert::input::source::CaptureSpec;
+use trace_convert::input::source::Protocol;
+use trace_convert::input::{self, Input, InputError};
+use trace_convert::packets::{self, ReadError};
+use trace_convert::plural::plural;
+use trace_convert::sinks::listing::events::{write_event, EventFormat};
+use trace_convert::sinks::listing::packets::{write_item, ListFormat};
+
+mod convert_cli;
+mod jobs;
+mod outputs_cli;
+mod progress_bar;
+mod report_cli;
+mod typo;
+use convert_cli::ConvertArgs;
+use outputs_cli::{listing_plan, output_failure, with_output};
+use trace_convert::output::OutputPlan;
+
+/// Decode CoreSight ETMv3 and PTM (PFT) program trace and convert it into
+/// timelines, flame graphs and coverage.
+///
+/// Without a subcommand, converts a capture into any combination of
+/// outputs in one decoding pass:
+///
+///   trace-convert snapshot_dir --chrome trace.json --perfetto trace.pftrace
+///   trace-convert PTM_0_2.bin --protocol ptm --return-stack --elf app.elf --lcov app.info --folded app.folded
+///   trace-convert snapshot_dir --out-dir out          (every format into out/)
+///   trace-convert snapshot_dir --save-events ev.bin   (decode once...)
+///   trace-convert --from-events ev.bin --lcov app.info --elf app.elf   (...convert later)
+///
+/// With no arguments at all, converts the bundled example into ./out/.
+///
+/// Outputs appear together when all are complete; a failed or interrupted
+/// run leaves none of them and no temporary file. An output may not be an
+/// input or another output; `-` is standard output.
+#[derive(Debug, Parser)]
+#[command(
+    version,
+    about,
+    verbatim_doc_comment,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    convert: ConvertArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List the packets of a capture.
+    ///
+    /// Examples:
+    ///   trace-convert packets ../shared/testdata/opencsd/TC2
+    ///   trace-convert packets --format jsonl --trace-id 0x13 TC2
+    ///   trace-convert packets --protocol ptm --return-stack PTM_0_2.bin
+    ///   trace-convert packets --protocol etm --layout frames --cycle-accurate etb.bin
+    #[command(verbatim_doc_comment)]
+    Packets(PacketsArgs),
+    /// Decode the executed instruction flow (JSONL schema in docs/jsonl.md).
+    ///
+    /// Lists executed ranges, exceptions, context changes, timestamps and
+    /// addresses the memory image does not cover; --instructions lists
+    /// every instruction with its disassembly.
+    ///
+    /// Examples:
+    ///   trace-convert decode ../shared/testdata/opencsd/tc2-ptm-rstk-t32
+    ///   trace-convert decode --instructions --trace-id 0x13 TC2
+    ///   trace-convert decode --protocol ptm --return-stack --mem code.bin@0x80000000 PTM_0_2.bin
+    #[command(verbatim_doc_comment)]
+    Decode(DecodeArgs),
+    /// Convert into timelines, flame graphs and coverage (the same as
+    /// giving the arguments without a subcommand).
+    ///
+    /// Examples:
+    ///   trace-convert convert TC2 --chrome tc2.json --folded tc2.folded
+    ///   trace-convert convert app.snapshot --elf app.elf --out-dir out
+    #[command(verbatim_doc_comment)]
+    Convert(ConvertArgs),
+    /// Per-function report, as `perf report`: calls, self and total
+    /// instructions (and cycles with cycle-accurate trace), sorted.
+    ///
+    /// Self counts what a function ran as the innermost frame (the folded
+    /// stacks' weights), total what ran while it was on the stack.
+    /// Takes every argument of `convert`; other outputs given are written
+    /// from the same decode.
+    ///
+    /// Examples:
+    ///   trace-convert report                       (the bundled example)
+    ///   trace-convert report app.snapshot --elf app.elf --inline --sort total
+    ///   trace-convert report TC2 --format csv -o tc2.csv
+    #[command(verbatim_doc_comment)]
+    Report(report_cli::ReportArgs),
+}
+
+#[derive(Debug, Args)]
+struct DecodeArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// An ELF file whose loadable segments hold code (repeatable).
+    #[arg(long = "elf", value_name = "FILE")]
+    elf: Vec<PathBuf>,
+    /// A raw binary and its load address, FILE@ADDRESS (repeatable).
+    #[arg(long = "mem", value_name = "FILE@ADDRESS")]
+    mem: Vec<trace_convert::decode::MemArg>,
+    /// List every instruction with its disassembly instead of ranges.
+    #[arg(long)]
+    instructions: bool,
+    /// Listing format: readable text, one JSON object per line, or none
+    /// (decode everything and print only the per-ID summary).
+    #[arg(long, value_enum, default_value_t = DecodeFormatArg::Text)]
+    format: DecodeFormatArg,
+    /// Write the listing to FILE instead of standard output (`-`: standard
+    /// output). The file appears only when the listing is complete.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+/// The listing formats of `decode`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum DecodeFormatArg {
+    /// Readable lines.
+    Text,
+    /// One JSON object per line (schema in docs/jsonl.md).
+    Jsonl,
+    /// No listing: decode everything and print the per-ID summary only
+    /// (refuses -o).
+    None,
+}
+
+#[derive(Debug, Args)]
+struct PacketsArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// Listing format: readable text, or one JSON object per line.
+    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    format: FormatArg,
+    /// Write the listing to FILE instead of standard output (`-`: standard
+    /// output). The file appears only when the listing is complete.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum FormatArg {
+    /// One readable line per packet.
+    Text,
+    /// One JSON object per line (schema in docs/jsonl.md).
+    Jsonl,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ProtocolArg {
+    /// ETM architecture v3.0 to v3.5.
+    Etm,
+    /// PTM, Program Flow Trace v1.0/v1.1.
+    Ptm,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LayoutArg {
+    /// One source's raw bytes.
+    Raw,
+    /// CoreSight formatter frames (ETB, ETF, ETR buffers).
+    Frames,
+    /// CoreSight frames from a TPIU in continuous mode (with syncs).
+    Tpiu,
+}
+
+/// Where the trace is and how it was configured.
+#[derive(Debug, Args)]
+struct InputArgs {
+    /// A snapshot directory (snapshot.ini), a perf.data file or a capture
+    /// file.
+    #[arg(value_name = "SNAPSHOT_DIR|FILE")]
+    path: PathBuf,
+    #[command(flatten)]
+    source: SourceArgs,
+}
+
+/// How a capture file was configured (refines a snapshot's registers).
+#[derive(Debug, Args)]
+struct SourceArgs {
+    /// Protocol of a capture file (required without a snapshot).
+    #[arg(long, value_enum)]
+    protocol: Option<ProtocolArg>,
+    /// Layout of a capture file.
+    #[arg(long, value_enum, default_value_t = LayoutArg::Raw)]
+    layout: LayoutArg,
+    /// Trace ID: reported for a raw capture, or the only ID decoded.
+    #[arg(long, value_name = "ID", value_parser = parse_u8)]
+    trace_id: Option<u8>,
+    /// ETMCR register value, e.g. 0x10001000.
+    #[arg(long, value_name = "VALUE", value_parser = parse_u32)]
+    etmcr: Option<u32>,
+    /// ETMCCER register value.
+    #[arg(long, value_name = "VALUE", value_parser = parse_u32)]
+    etmccer: Option<u32>,
+    /// ETMIDR register value (architecture version and options).
+    #[arg(long, value_name = "VALUE", value_parser = parse_u32)]
+    etmidr: Option<u32>,
+    /// Cycle-accurate trace (ETMCR bit 12).
+    #[arg(long)]
+    cycle_accurate: bool,
+    /// Context ID size in bytes (ETMCR bits 15:14).
+    #[arg(long, value_name = "N", value_parser = ["0", "1", "2", "4"])]
+    context_id_bytes: Option<String>,
+    /// Timestamps enabled (ETMCR bit 28).
+    #[arg(long)]
+    timestamps: bool,
+    /// Timestamp size in bits (ETMCCER bit 29).
+    #[arg(long, value_name = "BITS", value_parser = ["48", "64"])]
+    timestamp_bits: Option<String>,
+    /// VMID tracing enabled (ETMCR bit 30).
+    #[arg(long)]
+    vmid: bool,
+    /// PTM return stack enabled (ETMCR bit 29).
+    #[arg(long)]
+    return_stack: bool,
+    /// Branch broadcast: every branch traced with its address (ETMCR bit 8).
+    #[arg(long)]
+    branch_broadcast: bool,
+    /// ETMv3 minor version, 3.0 to 3.5 (ETMIDR bits 7:4).
+    #[arg(long, value_name = "VERSION", value_parser = ["3.0", "3.1", "3.2", "3.3", "3.4", "3.5"])]
+    etm_version: Option<String>,
+    /// ETMv3.4+ alternative branch address encoding (ETMIDR bit 20).
+    #[arg(long)]
+    alt_branch: bool,
+    /// perf.data input: the directory under which the recorded files are
+    /// found by their absolute path (as `perf report --symfs`).
+    #[arg(long, value_name = "DIR")]
+    symfs: Option<PathBuf>,
+}
+
+fn parse_u32(s: &str) -> Result<u32, String> {
+    let t = s.trim();
+    let r = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(h) => u32::from_str_radix(h, 16),
+        None => t.parse(),
+    };
+    r.map_err(|e| format!("`{s}` is not a 32-bit number: {e}"))
+}
+
+fn parse_u8(s: &str) -> Result<u8, String> {
+    let v = parse_u32(s)?;
+    u8::try_from(v)
+        .ok()
+        .filter(|&v| v < 0x80)
+        .ok_or_else(|| format!("`{s}` is not a trace ID (0 to 0x7f)"))
+}
+
+impl InputArgs {
+    fn flags(&self) -> SourceFlags {
+        self.source.flags()
+    }
+}
+
+impl SourceArgs {
+    fn flags(&self) -> SourceFlags {
+        let on = |b: bool| b.then_some(true);
+        SourceFlags {
+            protocol: self.protocol.map(|p| match p {
+                ProtocolArg::Etm => Protocol::Etmv3,
+                ProtocolArg::Ptm => Protocol::Ptm,
+            }),
+            layout: match self.layout {
+                LayoutArg::Raw => Layout::Raw,
+                LayoutArg::Frames => Layout::Frames,
+                LayoutArg::Tpiu => Layout::Tpiu,
+            },
+            trace_id: self.trace_id,
+            etmcr: self.etmcr,
+            etmccer: self.etmccer,
+            etmidr: self.etmidr,
+            cycle_accurate: on(self.cycle_accurate),
+            context_id_bytes: self
+                .context_id_bytes
+                .as_deref()
+                .and_then(|s| s.parse().ok()),
+            timestamps: on(self.timestamps),
+            timestamp_64bit: self.timestamp_bits.as_deref().map(|b| b == "64"),
+            vmid: on(self.vmid),
+            return_stack: on(self.return_stack),
+            branch_broadcast: on(self.branch_broadcast),
+            etm_minor: self
+                .etm_version
+                .as_deref()
+                .and_then(|v| v.strip_prefix("3."))
+                .and_then(|m| m.parse().ok()),
+            alt_branch: on(self.alt_branch),
+            symfs: self.symfs.clone(),
+            build_id_cache: build_id_cache(),
+        }
+    }
+}
+
+/// perf's build-ID cache: `$PERF_BUILDID_DIR`, else `~/.debug`.
+fn build_id_cache() -> Option<PathBuf> {
+    std::env::var_os("PERF_BUILDID_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".debug")))
+}
+
+/// Exit codes (documented in docs/cli.md).
+mod exit {
+    pub const USAGE: u8 = 2;
+    pub const INPUT: u8 = 3;
+    pub const CONFIG: u8 = 4;
+    pub const OUTPUT: u8 = 5;
+}
+
+fn fail(code: u8, message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("trace-convert: {message}");
+    ExitCode::from(code)
+}
+
+fn input_code(e: &InputError) -> u8 {
+    match e {
+        InputError::NotFound(_) => exit::INPUT,
+        _ => exit::CONFIG,
+    }
+}
+
+/// Print the notes of a resolved input (what was repeated, overlaps or is
+/// unused, and the rule applied), at most 20.
+fn print_notes(input: &input::Input) {
+    const SHOWN: usize = 20;
+    let notes = input.snapshot.as_ref().map_or(&[][..], |s| &s.notes[..]);
+    for n in notes.iter().take(SHOWN) {
+        eprintln!("trace-convert: note: {n}");
+    }
+    if notes.len() > SHOWN {
+        eprintln!(
+            "trace-convert: note: and {} more notes",
+            notes.len() - SHOWN
+        );
+    }
+}
+
+/// The message of a run that decoded no instruction (and reached no
+/// address) from `bytes` bytes of capture.
+fn nothing_decoded(input: &input::Input, bytes: u64) -> String {
+    let sources: usize = input
+        .captures
+        .iter()
+        .map(|c| c.sources.len() + usize::from(c.any_id.is_some()))
+        .sum();
+    let skipped: usize = input.captures.iter().map(|c| c.skipped.len()).sum();
+    let why = if sources == 0 && skipped > 0 {
+        format!("no source could be decoded ({skipped} skipped, see above)")
+    } else if sources == 0 {
+        "no trace source is bound to the capture".to_owned()
+    } else {
+        "check the source registers (ETMCR, ETMIDR) and the layout".to_owned()
+    };
+    format!("decoded no instruction from {bytes} bytes of capture: {why}")
+}
+
+/// The exit code and message for a failed capture read.
+fn read_failure(e: ReadError) -> ExitCode {
+    match e {
+        ReadError::Input(e) => fail(input_code(&e), e),
+        e @ ReadError::Io { .. } => fail(exit::INPUT, e),
+        // A closed pipe (e.g. `| head`) is the reader's choice, not an error.
+        ReadError::Output(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        e => fail(exit::OUTPUT, e),
+    }
+}
+
+/// The listing's output plan and the resolved input of a `packets` or
+/// `decode` run, with the input's notes printed; `named` are the files
+/// the command line names besides the input (which the listing may not
+/// be). On failure, the exit code (the message is printed).
+fn listing_input<'p>(
+    args: &'p InputArgs,
+    output: Option<&Path>,
+    named: impl IntoIterator<Item = &'p Path>,
+) -> Result<(OutputPlan, Input), ExitCode> {
+    let named = std::iter::once(args.path.as_path()).chain(named);
+    let plan = listing_plan(output, named)?;
+    let input = input::resolve(&args.path, &args.flags()).map_err(|e| fail(input_code(&e), e))?;
+    print_notes(&input);
+    plan.check_inputs(input.files().iter().map(PathBuf::as_path))
+        .map_err(|e| output_failure(&e))?;
+    Ok((plan, input))
+}
+
+/// Print why each source of `capture` that is not decoded is not.
+fn print_skipped(capture: &CaptureSpec) {
+    for (name, why) in &capture.skipped {
+        eprintln!("trace-convert: {name}: not decoded: {why}");
+    }
+}
+
+fn run_packets(args: &PacketsArgs) -> ExitCode {
+    let (plan, input) = match listing_input(&args.input, args.output.as_deref(), []) {
+        Ok(v) => v,
+        Err(code) => return code,
+    };
+    let format = match args.format {
+        FormatArg::Text => ListFormat::Text,
+        FormatArg::Jsonl => ListFormat::Jsonl,
+    };
+    with_output(plan, |out| {
+        for capture in &input.captures {
+            print_skipped(capture);
+            // With --trace-id, the bytes of the other IDs are not listed.
+            let only = args.input.source.trace_id;
+            let summary = packets::read_capture(capture, |item| match (item, only) {
+                (trace_core::demux::Item::Unconfigured { run }, Some(id)) if run.id != id => Ok(()),
+                _ => write_item(out, format, item),
+            })
+            .map_err(read_failure)?;
+            for (id, s) in &summary.sources {
+                eprintln!(
+                    "trace-convert: {}: ID {id:#04x}: {}, {} ({}), {} skipped, {}",
+                    capture.path.display(),
+                    plural(s.bytes, "byte"),
+                    plural(s.packets, "packet"),
+                    plural(s.in_packets, "byte"),
+                    plural(s.skipped, "byte"),
+                    plural(s.errors, "error")
+                );
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Bytes read and instructions decoded (or addresses reached without
+/// memory) over the captures of a `decode` run.
+#[derive(Debug, Default, Clone, Copy)]
+struct Totals {
+    bytes: u64,
+    decoded: u64,
+}
+
+fn run_decode(args: &DecodeArgs) -> ExitCode {
+    // `None`: no listing, the events are only counted by the decode.
+    let format = match args.format {
+        DecodeFormatArg::Text => Some(EventFormat::Text),
+        DecodeFormatArg::Jsonl => Some(EventFormat::Jsonl),
+        DecodeFormatArg::None => None,
+    };
+    if format.is_none() && args.output.is_some() {
+        return fail(
+            exit::USAGE,
+            "--format none writes no listing: -o/--output does not go with it",
+        );
+    }
+    let named = args
+        .elf
+        .iter()
+        .map(PathBuf::as_path)
+        .chain(args.mem.iter().map(|m| m.path.as_path()));
+    let (plan, input) = match listing_input(&args.input, args.output.as_deref(), named) {
+        Ok(v) => v,
+        Err(code) => return code,
+    };
+    let extra = ExtraMemory {
+        elves: args.elf.clone(),
+        raw: args.mem.clone(),
+    };
+    // One image per source, loaded before decoding starts.
+    let images = match input.images(&extra) {
+        Ok(images) => images,
+        Err(e) => return fail(exit::INPUT, e),
+    };
+    for name in images.empty() {
+        eprintln!("trace-convert: {}", no_memory_warning(name));
+    }
+    let mut totals = Totals::default();
+    with_output(plan, |out| {
+        for capture in &input.captures {
+            print_skipped(capture);
+            let t = decode_listing(args, format, capture, &images, out)?;
+            totals.bytes += t.bytes;
+            totals.decoded += t.decoded;
+        }
+        if totals.bytes > 0 && totals.decoded == 0 {
+            // The listing does not take its final name.
+            return Err(fail(exit::CONFIG, nothing_decoded(&input, totals.bytes)));
+        }
+        Ok(())
+    })
+}
+
+/// Decode `capture`, list its events in `format` (when listed) into
+/// `out`, and print its per-ID summary.
+fn decode_listing(
+    args: &DecodeArgs,
+    format: Option<EventFormat>,
+    capture: &CaptureSpec,
+    images: &Images,
+    out: &mut dyn io::Write,
+) -> Result<Totals, ExitCode> {
+    let only = args.input.source.trace_id;
+    let by_id = images.by_id(capture);
+    let mut decoder = dec::decoder(capture, |name| images.of(name))
+        .map_err(read_failure)?
+        .options(jobs::decode_options())
+        .build();
+    let summary = dec::run(
+        capture,
+        &mut decoder,
+        &mut trace_core::capture::each_event(|e| {
+            let Some(format) = format else {
+                return Ok(());
+            };
+            if only.is_some_and(|id| id != e.id) {
+                return Ok(());
+            }
+            let mem = args
+                .instructions
+                .then(|| by_id.get(&e.id).map_or(&**images.other(), |m| &**m));
+            write_event(out, format, e, mem)
+        }),
+    )
+    .map_err(read_failure)?;
+    for (id, c) in &summary.sources {
+        eprintln!(
+            "trace-convert: {}: ID {id:#04x}: {}, {}, {} not accessible, {}",
+            capture.path.display(),
+            plural(c.ranges, "range"),
+            plural(c.instructions, "instruction"),
+            c.nacc,
+            plural(c.gaps, "gap")
+        );
+        for line in c.mismatches.lines(*id) {
+            eprintln!("trace-convert: {}: {line}", capture.path.display());
+        }
+    }
+    Ok(Totals {
+        bytes: summary.bytes,
+        // An address reached without memory counts: the trace was
+        // decoded as far as it can be without an image.
+        decoded: summary
+            .sources
+            .iter()
+            .map(|(_, c)| c.instructions + c.nacc)
+            .sum(),
+    })
+}
+
+fn main() -> ExitCode {
+    let first = std::env::args_os().nth(1);
+    let first = first.as_ref().and_then(|a| a.to_str()).unwrap_or_default();
+    if let Some(s) = typo::subcommand_typo(first) {
+        let word = first;
+        return fail(
+            exit::USAGE,
+            format!("`{word}` is neither a subcommand nor an existing input: did you mean `{s}`?"),
+        );
+    }
+    let cli = Cli::parse();
+    if let Err(e) = trace_convert::output::remove_temporaries_on_signal() {
+        eprintln!("trace-convert: note: signals will not remove temporary files: {e}");
+    }
+    match cli.command {
+        Some(Command::Packets(args)) => run_packets(&args),
+        Some(Command::Decode(args)) => run_decode(&args),
+        Some(Command::Convert(args)) => convert_cli::run(&args),
+        Some(Command::Report(args)) => report_cli::run(args),
+        None => convert_cli::run(&cli.convert),
+    }
+}

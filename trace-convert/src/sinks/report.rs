@@ -1,0 +1,123 @@
+//! The per-function report (`trace-convert report`, `--report FILE`):
+//! the `perf report` view of an exact trace. One row per function
+//! (inlined functions too, when asked), with its calls, the instructions
+//! and cycles it ran itself (*self*: as the innermost frame) and with
+//! everything it called (*total*: while on the stack, once per
+//! recursion), sorted. See [`table`] for the counting and [`write`](mod@write) for
+//! the forms (text, CSV, JSON; schema in `docs/report.md`).
+//!
+//! A function's self count equals the sum of the weights of the folded
+//! stacks ending in it ([`super::folded`]), and its total count the sum of
+//! those of the folded stacks holding it.
+
+pub mod table;
+pub mod write;
+
+#[cfg(test)]
+mod tests;
+
+use self::table::ReportTable;
+use self::write::Report;
+use crate::sinks::{EventCtx, Flow, NoParts, Output, RunInfo, Sink};
+use std::io;
+use std::path::Path;
+use trace_core::event::Event;
+
+/// The forms of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReportFormat {
+    /// Aligned columns, as `perf report --stdio` prints.
+    #[default]
+    Text,
+    /// Comma-separated values with a header line.
+    Csv,
+    /// A JSON array of objects, one per function.
+    Json,
+}
+
+impl ReportFormat {
+    /// The form a file name asks for: `.csv` CSV, `.json` JSON, anything
+    /// else (and standard output) text.
+    #[must_use]
+    pub fn for_path(path: &Path) -> ReportFormat {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some(e) if e.eq_ignore_ascii_case("csv") => ReportFormat::Csv,
+            Some(e) if e.eq_ignore_ascii_case("json") => ReportFormat::Json,
+            _ => ReportFormat::Text,
+        }
+    }
+}
+
+/// The order of a report's rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortKey {
+    /// Self instructions, most first.
+    #[default]
+    SelfCount,
+    /// Total instructions, most first.
+    Total,
+    /// Calls, most first.
+    Calls,
+    /// Function name.
+    Name,
+}
+
+/// How a report is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReportOptions {
+    /// Its form (`None`: from the output's file name, see
+    /// [`ReportFormat::for_path`]).
+    pub format: Option<ReportFormat>,
+    /// The order of its rows.
+    pub sort: SortKey,
+    /// Inlined functions get rows of their own; otherwise their code
+    /// counts for the function it was inlined into.
+    pub inline: bool,
+}
+
+/// The report sink: aggregates per function and writes the table at the
+/// end.
+#[derive(Debug)]
+pub struct ReportSink<W: Output> {
+    out: W,
+    table: ReportTable,
+    format: ReportFormat,
+    sort: SortKey,
+}
+
+impl<W: Output> ReportSink<W> {
+    /// A sink writing to `out` in `format`.
+    pub fn new(out: W, format: ReportFormat, options: &ReportOptions) -> ReportSink<W> {
+        ReportSink {
+            out,
+            table: ReportTable::new(options.inline),
+            format,
+            sort: options.sort,
+        }
+    }
+}
+
+impl<W: Output> Sink for ReportSink<W> {
+    type Parts = NoParts;
+
+    fn name(&self) -> &str {
+        "report"
+    }
+
+    fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<Flow> {
+        self.table.event(event, ctx);
+        Ok(Flow::Continue)
+    }
+
+    fn finish(&mut self, _info: &RunInfo) -> io::Result<()> {
+        self.table.close_all();
+        let report = Report::new(
+            self.table.rows(),
+            self.sort,
+            self.table.instructions(),
+            self.table.cycles(),
+        );
+        report.write(self.format, &mut self.out)?;
+        self.out.complete()
+    }
+}

@@ -1,0 +1,276 @@
+//! The report's three forms: aligned text (as `perf report` prints),
+//! CSV with a header, and a JSON array of objects (schema in
+//! `docs/report.md`).
+
+use super::table::Row;
+use super::{ReportFormat, SortKey};
+use std::io::{self, Write};
+
+/// What is written: the sorted rows and the run's totals.
+#[derive(Debug)]
+pub struct Report<'a> {
+    /// The rows, in the order they are written.
+    pub rows: Vec<&'a Row>,
+    /// Instructions of the run (the sum of the self counts).
+    pub instructions: u64,
+    /// Cycles of the run (0: the trace has no cycle counts, and the
+    /// cycle columns are left out or empty).
+    pub cycles: u64,
+}
+
+impl<'a> Report<'a> {
+    /// `rows` sorted by `key` (counts descending, names ascending; ties
+    /// by name).
+    #[must_use]
+    pub fn new(rows: &'a [Row], key: SortKey, instructions: u64, cycles: u64) -> Report<'a> {
+        let mut rows: Vec<&Row> = rows.iter().collect();
+        let by = |r: &Row| match key {
+            SortKey::SelfCount => r.self_instructions,
+            SortKey::Total => r.total_instructions,
+            SortKey::Calls => r.calls,
+            SortKey::Name => 0,
+        };
+        rows.sort_by(|a, b| by(b).cmp(&by(a)).then_with(|| a.name.cmp(&b.name)));
+        Report {
+            rows,
+            instructions,
+            cycles,
+        }
+    }
+
+    fn percent(&self, n: u64) -> f64 {
+        if self.instructions == 0 {
+            0.0
+        } else {
+            n as f64 * 100.0 / self.instructions as f64
+        }
+    }
+
+    /// Write in `format`.
+    ///
+    /// # Errors
+    ///
+    /// The output's error.
+    pub fn write(&self, format: ReportFormat, out: &mut dyn Write) -> io::Result<()> {
+        match format {
+            ReportFormat::Text => self.text(out),
+            ReportFormat::Csv => self.csv(out),
+            ReportFormat::Json => self.json(out),
+        }
+    }
+
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let cycles = self.cycles > 0;
+        let mut head: Vec<String> = vec![
+            "Self%".into(),
+            "Total%".into(),
+            "Self".into(),
+            "Total".into(),
+            "Calls".into(),
+        ];
+        if cycles {
+            head.push("Self cycles".into());
+            head.push("Total cycles".into());
+        }
+        let cells: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let mut v = vec![
+                    format!("{:.2}%", self.percent(r.self_instructions)),
+                    format!("{:.2}%", self.percent(r.total_instructions)),
+                    r.self_instructions.to_string(),
+                    r.total_instructions.to_string(),
+                    r.calls.to_string(),
+                ];
+                if cycles {
+                    v.push(r.self_cycles.to_string());
+                    v.push(r.total_cycles.to_string());
+                }
+                v
+            })
+            .collect();
+        let widths: Vec<usize> = head
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                cells
+                    .iter()
+                    .filter_map(|c| c.get(i))
+                    .map(String::len)
+                    .chain([h.len()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        write!(out, "# {} instructions", self.instructions)?;
+        if cycles {
+            write!(out, ", {} cycles", self.cycles)?;
+        }
+        writeln!(
+            out,
+            ", {} functions; self: as the innermost frame, total: anywhere on the stack",
+            self.rows.len()
+        )?;
+        writeln!(out, "#")?;
+        let line = |out: &mut dyn Write, cols: &[String], fill: bool| -> io::Result<()> {
+            write!(out, "{}", if fill { "# " } else { "  " })?;
+            for (c, w) in cols.iter().zip(&widths) {
+                write!(out, "{c:>w$}  ")?;
+            }
+            Ok(())
+        };
+        line(out, &head, true)?;
+        writeln!(out, "Function")?;
+        let dots: Vec<String> = widths.iter().map(|w| ".".repeat(*w)).collect();
+        line(out, &dots, true)?;
+        writeln!(out, "{}", ".".repeat(8))?;
+        writeln!(out, "#")?;
+        for (r, c) in self.rows.iter().zip(&cells) {
+            line(out, c, false)?;
+            writeln!(out, "{}", r.name)?;
+        }
+        Ok(())
+    }
+
+    fn csv(&self, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "function,calls,self_instructions,self_percent,total_instructions,total_percent,self_cycles,total_cycles"
+        )?;
+        for r in &self.rows {
+            write!(
+                out,
+                "{},{},{},{:.4},{},{:.4},",
+                csv_field(&r.name),
+                r.calls,
+                r.self_instructions,
+                self.percent(r.self_instructions),
+                r.total_instructions,
+                self.percent(r.total_instructions),
+            )?;
+            if self.cycles > 0 {
+                writeln!(out, "{},{}", r.self_cycles, r.total_cycles)?;
+            } else {
+                writeln!(out, ",")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn json(&self, out: &mut dyn Write) -> io::Result<()> {
+        let cycles = |n: u64| (self.cycles > 0).then_some(n);
+        let rows: Vec<JsonRow<'_>> = self
+            .rows
+            .iter()
+            .map(|r| JsonRow {
+                function: &r.name,
+                calls: r.calls,
+                self_instructions: r.self_instructions,
+                self_percent: self.percent(r.self_instructions),
+                total_instructions: r.total_instructions,
+                total_percent: self.percent(r.total_instructions),
+                self_cycles: cycles(r.self_cycles),
+                total_cycles: cycles(r.total_cycles),
+            })
+            .collect();
+        serde_json::to_writer_pretty(&mut *out, &rows).map_err(io::Error::other)?;
+        writeln!(out)
+    }
+}
+
+/// One object of the JSON form, its fields in the documented order.
+#[derive(serde::Serialize)]
+struct JsonRow<'a> {
+    function: &'a str,
+    calls: u64,
+    self_instructions: u64,
+    self_percent: f64,
+    total_instructions: u64,
+    total_percent: f64,
+    self_cycles: Option<u64>,
+    total_cycles: Option<u64>,
+}
+
+/// A CSV field (RFC 4180): quoted when it holds a comma, a quote or a
+/// line break, quotes doubled.
+fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\"")).into()
+    } else {
+        s.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, calls: u64, own: u64, total: u64) -> Row {
+        Row {
+            name: name.into(),
+            calls,
+            self_instructions: own,
+            total_instructions: total,
+            ..Row::default()
+        }
+    }
+
+    #[test]
+    fn sorted_by_each_key() {
+        let rows = [
+            row("b", 1, 10, 50),
+            row("a", 5, 30, 30),
+            row("c", 2, 10, 90),
+        ];
+        let names = |k| -> Vec<&str> {
+            Report::new(&rows, k, 50, 0)
+                .rows
+                .iter()
+                .map(|r| r.name.as_str())
+                .collect()
+        };
+        assert_eq!(names(SortKey::SelfCount), ["a", "b", "c"]);
+        assert_eq!(names(SortKey::Total), ["c", "b", "a"]);
+        assert_eq!(names(SortKey::Calls), ["a", "c", "b"]);
+        assert_eq!(names(SortKey::Name), ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn csv_quotes_names_with_commas() {
+        let rows = [row("f(int, char)", 1, 2, 4)];
+        let mut out = Vec::new();
+        Report::new(&rows, SortKey::SelfCount, 4, 0)
+            .write(ReportFormat::Csv, &mut out)
+            .expect("write");
+        let text = String::from_utf8(out).expect("UTF-8");
+        assert_eq!(
+            text.lines().nth(1),
+            Some("\"f(int, char)\",1,2,50.0000,4,100.0000,,")
+        );
+    }
+
+    #[test]
+    fn text_columns_line_up() {
+        let rows = [
+            row("short", 1, 2, 4),
+            row("long", 123_456, 1_000_000, 1_000_002),
+        ];
+        let mut out = Vec::new();
+        Report::new(&rows, SortKey::SelfCount, 1_000_002, 0)
+            .write(ReportFormat::Text, &mut out)
+            .expect("write");
+        let text = String::from_utf8(out).expect("UTF-8");
+        let body: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(body.len(), 2);
+        // Every name starts in the same column as the header's.
+        let col = text
+            .lines()
+            .find(|l| l.ends_with("Function"))
+            .map(|l| l.len() - "Function".len());
+        for l in body {
+            let name = l.rsplit(' ').next().unwrap_or("");
+            assert_eq!(Some(l.len() - name.len()), col, "{l}");
+        }
+    }
+}

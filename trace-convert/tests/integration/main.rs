@@ -1,0 +1,48 @@
+//! Integration tests of `trace-convert`, one test binary: a module per
+//! subject (the library, the command line, the outputs against their
+//! consumers, damaged and hostile inputs), plus the helpers they share.
+//! Filter by module as by test name, e.g. `cargo test -p trace-convert
+//! --test integration convert_golden::`.
+
+mod autofdo_profile;
+mod callstack_fast_path;
+mod cli_misuse;
+mod cli_outputs;
+mod common_addr2line;
+mod convert_cli;
+mod convert_common;
+mod convert_consumers;
+mod convert_corpus;
+mod convert_coverage_truth;
+mod convert_events;
+mod convert_golden;
+mod convert_lcov_alone;
+mod convert_parts;
+mod convert_real;
+mod convert_slices;
+mod convert_stop;
+mod coverage_spaces;
+mod damage_modes;
+mod damaged_captures;
+mod decode_cli;
+mod decode_format_none;
+mod formats_events;
+mod formats_lcov;
+mod formats_perfetto;
+mod fuzz_smoke;
+mod help_examples;
+mod inline_scopes;
+mod inline_stacks;
+mod packets_cli;
+mod packets_known_bits;
+mod parallel_decode;
+mod perf_common;
+mod perf_container;
+mod perf_damaged;
+mod perf_linux;
+mod perf_recordings;
+mod report_cli;
+mod report_counts;
+mod snapshot;
+mod snapshot_hostile;
+mod track_names;
