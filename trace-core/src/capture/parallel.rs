@@ -34,7 +34,7 @@
 //!
 //! Handing every event to the calling thread costs about as much as
 //! decoding it; a consumer whose work can be split by chunk and combined
-//! in order does it on the workers instead ([`Parts`](super::Parts)), and
+//! in order does it on the workers instead ([`Parts`]), and
 //! two threads then give about twice one thread's speed.
 //!
 //! A chunk's decoder cannot know the return stack of the trace before it:
