@@ -8,12 +8,25 @@ use crate::it::ItState;
 /// ThumbEE is decoded as [`Isa::T32`] (its encodings differ from Thumb only
 /// in a few 16-bit load/store and handler-branch forms that this crate does
 /// not distinguish); Jazelle is not an instruction set this crate decodes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Isa {
     /// The 32-bit ARM instruction set (ARM state).
+    #[default]
     A32,
     /// The Thumb instruction set, 16- and 32-bit encodings (Thumb state).
     T32,
+}
+
+impl Isa {
+    /// Stable lower-case name: `a32`, `t32`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Isa::A32 => "a32",
+            Isa::T32 => "t32",
+        }
+    }
 }
 
 /// An ARM condition code (the `cond` field of the ARM ARM, A8.3).

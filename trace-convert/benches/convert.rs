@@ -18,13 +18,13 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use trace_convert::convert::{ConvertOptions, Converter};
 use trace_convert::sinks::chrome::ChromeSink;
 // Events handed to the converter at once, as the CLI's decode hands them.
-use trace_convert::decode::SLICE;
 use trace_convert::sinks::folded::{FoldedSink, Weight};
 use trace_convert::sinks::lcov::coverage::LcovOptions;
 use trace_convert::sinks::lcov::LcovSink;
 use trace_convert::sinks::perfetto::PerfettoSink;
 use trace_convert::sinks::{DynSink, Output};
 use trace_convert::symbols::Symbolizer;
+use trace_core::capture::SLICE;
 use trace_core::decode::{Decoder, DecoderConfig};
 use trace_core::demux::{AnyPacket, SourceConfig};
 use trace_core::event::{Event, EventKind};

@@ -27,7 +27,7 @@ mod windowed;
 
 use crate::callstack::{CallStacks, StackStats};
 use crate::clock::{ClockInfo, ClockKind, Clocks};
-use crate::decode::{self as dec, Delivery, ExtraMemory};
+use crate::decode::{self as dec, ExtraMemory};
 use crate::input::source::SourceSpec;
 use crate::input::{Input, InputError};
 use crate::packets::ReadError;
@@ -38,6 +38,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
+use trace_core::capture::{Consumer, DecodeOptions, Delivery, Mismatches, SLICE};
 use trace_core::event::{Event, EventKind, Range};
 use trace_core::memory::{MemoryError, MemoryImage};
 
@@ -194,7 +195,7 @@ pub struct IdReport {
     /// Memory-not-accessible events per address.
     pub nacc: BTreeMap<u32, u64>,
     /// Where the trace contradicted its memory image or itself.
-    pub mismatches: crate::decode::Mismatches,
+    pub mismatches: Mismatches,
 }
 
 impl IdReport {
@@ -303,6 +304,8 @@ pub struct Converter<'a> {
     /// The events handed on, when only some are
     /// ([`set_window`](Self::set_window)).
     window: Option<crate::window::Window>,
+    /// How [`convert_input`] spreads the decode over threads.
+    decode: DecodeOptions,
 }
 
 /// What a [`Converter`] keeps of one trace ID: its counters (those without
@@ -343,6 +346,14 @@ impl std::fmt::Debug for Converter<'_> {
 }
 
 impl<'a> Converter<'a> {
+    /// Decode the captures of [`convert_input`] as `options` say (by
+    /// default, [`DecodeOptions::default`]).
+    #[must_use]
+    pub fn with_decode_options(mut self, options: DecodeOptions) -> Converter<'a> {
+        self.decode = options;
+        self
+    }
+
     /// A converter on `clock`, stacks bounded at `max_depth`, no sinks yet.
     #[must_use]
     pub fn new(symbols: &'a Symbolizer, clock: ClockInfo, max_depth: usize) -> Converter<'a> {
@@ -378,6 +389,7 @@ impl<'a> Converter<'a> {
             began: false,
             ids: Box::new(std::array::from_fn(|_| Lane::default())),
             window: None,
+            decode: DecodeOptions::default(),
         };
         // On a timestamp axis resolved by cycles, a core's events before
         // its first timestamp have no place: a window of everything
@@ -1031,13 +1043,19 @@ pub fn convert_input(
         let by_id = ById(&by_id);
         progress.start(&capture.path, size);
         let memory = |name: &str| images.of(name);
+        let mut decoder = dec::decoder(capture, memory)
+            .map_err(|source| ConvertError::Read {
+                path: capture.path.clone(),
+                source,
+            })?
+            .options(conv.decode);
+        if let Some(parts) = conv.parts() {
+            decoder = decoder.parts(parts);
+        }
         // The converter counts the events for its report itself.
-        let parts = conv.parts();
-        let summary = dec::decode_to(
+        let summary = dec::run(
             capture,
-            memory,
-            &dec::DecodeOptions::default(),
-            parts,
+            &mut decoder.build(),
             &mut Feed {
                 conv: &mut conv,
                 memory: by_id,
@@ -1075,7 +1093,7 @@ struct Feed<'c, 'a, 'm, P> {
     progress: &'c mut P,
 }
 
-impl<P: Progress> dec::Take for Feed<'_, '_, '_, P> {
+impl<P: Progress> Consumer for Feed<'_, '_, '_, P> {
     // The converter counts the events for its report itself.
     const COUNTS: bool = false;
     const SLICES: bool = true;
@@ -1192,10 +1210,10 @@ pub fn convert_events_file(
     conv.add_capture(path.to_path_buf(), size);
     conv.begin().map_err(ConvertError::Output)?;
     // Handed on in slices, as a decode hands them.
-    let mut held = Vec::with_capacity(dec::SLICE);
+    let mut held = Vec::with_capacity(SLICE);
     for e in events {
         held.push(e.map_err(|e| bad(e.to_string()))?);
-        if held.len() >= dec::SLICE {
+        if held.len() >= SLICE {
             go_on(conv.events(&held, memory.as_deref())).map_err(ConvertError::Output)?;
             held.clear();
             if conv.stopped() {

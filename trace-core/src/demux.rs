@@ -2,6 +2,7 @@
 //! parser per trace source.
 
 use crate::frames::{Deformatter, FrameEvent, FrameMode, Run};
+use crate::per_id::PerId;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
@@ -159,35 +160,72 @@ macro_rules! source_stats_from {
 source_stats_from!(etm_packets::Stats);
 source_stats_from!(ptm_packets::Stats);
 
-/// Parsers are boxed: an ETMv3 parser carries its decode tables (about
-/// 1.7 KB), and the demultiplexer keeps a slot per trace ID.
-enum Parser {
+/// One trace source's packet parser, of either protocol. Boxed: an ETMv3
+/// parser carries its decode tables (about 1.7 KB).
+#[derive(Debug, Clone)]
+pub(crate) enum Parser {
     Etm(Box<etm_packets::Parser>),
     Ptm(Box<ptm_packets::Parser>),
 }
 
-struct Source {
-    parser: Parser,
-}
-
-impl Source {
-    fn new(cfg: SourceConfig) -> Self {
-        let parser = match cfg {
+impl Parser {
+    /// A fresh (unsynchronized) parser.
+    pub(crate) fn new(cfg: SourceConfig) -> Self {
+        match cfg {
             SourceConfig::Etm(c) => Parser::Etm(Box::new(etm_packets::Parser::new(c))),
             SourceConfig::Ptm(c) => Parser::Ptm(Box::new(ptm_packets::Parser::new(c))),
-        };
-        Source { parser }
+        }
     }
 
-    fn stats(&self) -> SourceStats {
-        match &self.parser {
+    /// The counters.
+    pub(crate) fn stats(&self) -> SourceStats {
+        match self {
             Parser::Etm(p) => p.stats().into(),
             Parser::Ptm(p) => p.stats().into(),
         }
     }
 
-    fn feed(&mut self, id: u8, offset: u64, data: &[u8], out: &mut Vec<Item>) {
-        match &mut self.parser {
+    /// Continue the source's stream with `data`, whose first byte lies at
+    /// `offset`; hand what `packet` or `error` makes of every packet or
+    /// error it completes to `each`, in order. Each is made straight from
+    /// the parser's result (`packet`, `error` and `each` are inlined:
+    /// called through pointers, they made one more copy of every packet,
+    /// whose just-written bytes the copy had to wait for).
+    #[cfg(feature = "parallel")]
+    #[inline]
+    pub(crate) fn feed<O>(
+        &mut self,
+        offset: u64,
+        data: &[u8],
+        packet: impl Fn(u64, AnyPacket) -> O,
+        error: impl Fn(PacketError) -> O,
+        mut each: impl FnMut(O),
+    ) {
+        match self {
+            Parser::Etm(p) => {
+                for r in p.feed_at(offset, data) {
+                    each(match r {
+                        Ok((o, pk)) => packet(o, AnyPacket::Etm(pk)),
+                        Err(e) => error(PacketError::Etm(e)),
+                    });
+                }
+            }
+            Parser::Ptm(p) => {
+                for r in p.feed_at(offset, data) {
+                    each(match r {
+                        Ok((o, pk)) => packet(o, AnyPacket::Ptm(pk)),
+                        Err(e) => error(PacketError::Ptm(e)),
+                    });
+                }
+            }
+        }
+    }
+
+    /// [`Parser::feed`] appending demultiplexer items of source `id` to
+    /// `out`.
+    #[inline]
+    fn push(&mut self, id: u8, offset: u64, data: &[u8], out: &mut Vec<Item>) {
+        match self {
             Parser::Etm(p) => push_items(
                 p.feed_at(offset, data),
                 id,
@@ -205,13 +243,76 @@ impl Source {
         }
     }
 
-    fn finish(&mut self, id: u8, out: &mut Vec<Item>) {
-        let error = match &mut self.parser {
+    /// End of the capture: the error for an incomplete packet or
+    /// unreported skipped bytes, if any.
+    pub(crate) fn finish(&mut self) -> Option<PacketError> {
+        match self {
             Parser::Etm(p) => p.finish().map(PacketError::Etm),
             Parser::Ptm(p) => p.finish().map(PacketError::Ptm),
-        };
-        if let Some(error) = error {
-            out.push(Item::Error { id, error });
+        }
+    }
+
+    /// The timestamp `value` as the packets carry it (Gray code or
+    /// natural binary): the domain where a packet's low-order bits replace
+    /// the base's.
+    #[cfg(feature = "parallel")]
+    pub(crate) fn value_wire(&self, value: u64) -> u64 {
+        if self.gray_timestamps() {
+            value ^ (value >> 1)
+        } else {
+            value
+        }
+    }
+
+    /// The inverse of [`Parser::value_wire`].
+    #[cfg(feature = "parallel")]
+    pub(crate) fn wire_value(&self, wire: u64) -> u64 {
+        if self.gray_timestamps() {
+            let mut v = wire;
+            let mut shift = 1;
+            while shift < 64 {
+                v ^= v >> shift;
+                shift <<= 1;
+            }
+            v
+        } else {
+            wire
+        }
+    }
+
+    #[cfg(feature = "parallel")]
+    fn gray_timestamps(&self) -> bool {
+        match self {
+            Parser::Etm(p) => p.config().timestamp_gray(),
+            Parser::Ptm(p) => !p.config().timestamp_binary(),
+        }
+    }
+
+    /// The base of the next compressed timestamp.
+    #[cfg(feature = "parallel")]
+    pub(crate) fn timestamp(&self) -> u64 {
+        match self {
+            Parser::Etm(p) => p.timestamp(),
+            Parser::Ptm(p) => p.timestamp(),
+        }
+    }
+
+    /// Set the base of the next compressed timestamp.
+    #[cfg(feature = "parallel")]
+    pub(crate) fn set_timestamp(&mut self, value: u64) {
+        match self {
+            Parser::Etm(p) => p.set_timestamp(value),
+            Parser::Ptm(p) => p.set_timestamp(value),
+        }
+    }
+
+    /// Whether the two parse any continuation alike (counters aside).
+    #[cfg(feature = "parallel")]
+    pub(crate) fn same_state(&self, other: &Parser) -> bool {
+        match (self, other) {
+            (Parser::Etm(a), Parser::Etm(b)) => a.same_state(b),
+            (Parser::Ptm(a), Parser::Ptm(b)) => a.same_state(b),
+            _ => false,
         }
     }
 }
@@ -251,7 +352,7 @@ fn push_items<P, E>(
 pub struct Demux {
     deformatter: Option<Deformatter>,
     raw_id: u8,
-    sources: Vec<Option<Source>>,
+    sources: PerId<Parser>,
     any_id: Option<SourceConfig>,
     offset: u64,
 }
@@ -274,17 +375,17 @@ impl Demux {
         sources: impl IntoIterator<Item = (u8, SourceConfig)>,
         any_id: Option<SourceConfig>,
     ) -> Self {
-        let mut table: Vec<Option<Source>> = (0..128).map(|_| None).collect();
+        let mut table = PerId::new();
         for (id, cfg) in sources {
-            table[usize::from(id & 0x7F)] = Some(Source::new(cfg));
+            table.insert(id & 0x7F, Parser::new(cfg));
         }
         let (deformatter, raw_id) = match layout {
             FrameMode::Raw { id } => (None, id & 0x7F),
             other => (Some(Deformatter::new(other)), 0),
         };
-        if deformatter.is_none() && table[usize::from(raw_id)].is_none() {
+        if deformatter.is_none() && !table.contains(raw_id) {
             if let Some(cfg) = any_id {
-                table[usize::from(raw_id)] = Some(Source::new(cfg));
+                table.insert(raw_id, Parser::new(cfg));
             }
         }
         Demux {
@@ -313,18 +414,13 @@ impl Demux {
     /// Trace IDs with a parser so far.
     #[must_use]
     pub fn ids(&self) -> Vec<u8> {
-        (0u8..128)
-            .filter(|&id| self.sources[usize::from(id)].is_some())
-            .collect()
+        self.sources.ids()
     }
 
     /// Counters of source `id`.
     #[must_use]
     pub fn stats(&self, id: u8) -> Option<SourceStats> {
-        self.sources
-            .get(usize::from(id))
-            .and_then(|s| s.as_ref())
-            .map(Source::stats)
+        self.sources.get(id).map(Parser::stats)
     }
 
     /// Continue the capture with `chunk`; append what it completes to `out`.
@@ -334,8 +430,8 @@ impl Demux {
         match self.deformatter.as_mut() {
             None => {
                 let id = self.raw_id;
-                match self.sources[usize::from(id)].as_mut() {
-                    Some(src) => src.feed(id, base, chunk, out),
+                match self.sources.get_mut(id) {
+                    Some(p) => p.push(id, base, chunk, out),
                     None => {
                         for (i, part) in chunk.chunks(15).enumerate() {
                             out.push(Item::Unconfigured {
@@ -349,12 +445,10 @@ impl Demux {
                 for ev in d.feed(chunk) {
                     match ev {
                         FrameEvent::Data(run) => {
-                            let slot = &mut self.sources[usize::from(run.id)];
-                            if slot.is_none() {
-                                *slot = self.any_id.map(Source::new);
-                            }
-                            match slot.as_mut() {
-                                Some(src) => src.feed(run.id, run.offset, run.data(), out),
+                            let id = run.id;
+                            let any = self.any_id;
+                            match self.sources.get_or_insert_with(id, || any.map(Parser::new)) {
+                                Some(p) => p.push(id, run.offset, run.data(), out),
                                 None => out.push(Item::Unconfigured { run }),
                             }
                         }
@@ -370,9 +464,9 @@ impl Demux {
         if let Some(ev) = self.deformatter.as_mut().and_then(Deformatter::finish) {
             out.push(Item::Frame(ev));
         }
-        for id in 0u8..128 {
-            if let Some(src) = self.sources[usize::from(id)].as_mut() {
-                src.finish(id, out);
+        for (id, p) in self.sources.iter_mut() {
+            if let Some(error) = p.finish() {
+                out.push(Item::Error { id, error });
             }
         }
     }

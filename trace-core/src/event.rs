@@ -8,45 +8,9 @@
 
 use crate::memory::{MemoryImage, Space};
 
-/// Instruction set of a range of code.
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Isa {
-    /// A32 (ARM state).
-    #[default]
-    A32,
-    /// T32 (Thumb state, including ThumbEE).
-    T32,
-}
-
-impl Isa {
-    /// Stable lower-case name: `a32`, `t32`.
-    #[must_use]
-    pub const fn name(self) -> &'static str {
-        match self {
-            Isa::A32 => "a32",
-            Isa::T32 => "t32",
-        }
-    }
-
-    /// The isa-decode instruction set.
-    #[must_use]
-    pub const fn decode_isa(self) -> isa_decode::Isa {
-        match self {
-            Isa::A32 => isa_decode::Isa::A32,
-            Isa::T32 => isa_decode::Isa::T32,
-        }
-    }
-
-    /// From the isa-decode instruction set.
-    #[must_use]
-    pub const fn from_decode(isa: isa_decode::Isa) -> Isa {
-        match isa {
-            isa_decode::Isa::A32 => Isa::A32,
-            isa_decode::Isa::T32 => Isa::T32,
-        }
-    }
-}
+/// Instruction set of a range of code (isa-decode's: one type from the
+/// instruction decoder to the events).
+pub use isa_decode::Isa;
 
 /// What the last instruction of a range is, as far as program flow goes.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -203,7 +167,7 @@ impl Iterator for Instructions<'_> {
         }
         let mut bytes = [0u8; 4];
         let n = self.memory.read(self.space, self.addr, &mut bytes);
-        let insn = isa_decode::decode(self.isa.decode_isa(), &bytes[..n], self.addr)?;
+        let insn = isa_decode::decode(self.isa, &bytes[..n], self.addr)?;
         let cond = match self.isa {
             Isa::T32 => self.it.step(&insn),
             Isa::A32 => insn.cond,
@@ -370,6 +334,7 @@ pub struct Context {
 /// What happened.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum EventKind {
     /// Instructions executed.
     Range(Range),

@@ -3,8 +3,12 @@
 
 extern crate alloc;
 
+#[cfg(feature = "std")]
+pub mod capture;
 pub mod decode;
 pub mod demux;
 pub mod event;
 pub mod frames;
 pub mod memory;
+pub mod per_id;
+pub mod source;

@@ -517,7 +517,7 @@ fn real_packets_lower_through_push() {
     let (mut ev_pushed, mut ev_ran) = (Vec::new(), Vec::new());
     for (i, p) in more.iter().enumerate() {
         pushed.push(i as u64, &AnyPacket::Ptm(*p), &mut |e| ev_pushed.push(e));
-        let op = trace_core::decode::lower_ptm::lower(p);
+        let op = ran.lower(&AnyPacket::Ptm(*p));
         ran.run_op(i as u64, &op, &mut |e| ev_ran.push(e));
     }
     assert!(ranges(&ev_ran).len() >= 5);

@@ -29,7 +29,7 @@ impl<'m> Classifier<'m> {
             None => {
                 let mut buf = [0u8; 4];
                 let n = self.mem.read(Space::Secure, addr, &mut buf);
-                let insn = isa_decode::decode(isa.decode_isa(), &buf[..n.min(4)], addr)
+                let insn = isa_decode::decode(isa, &buf[..n.min(4)], addr)
                     .ok_or(EncodeError::Memory { index, addr })?;
                 self.cache.insert(key, insn);
                 insn
@@ -120,7 +120,7 @@ fn successor(step: &Step) -> Option<(u32, Isa)> {
     }
     if step.taken_direct() {
         if let Some(t) = step.insn.target {
-            return Some((t.addr, Isa::from_decode(t.isa)));
+            return Some((t.addr, t.isa));
         }
     }
     Some((step.addr.wrapping_add(u32::from(step.insn.size)), step.isa))

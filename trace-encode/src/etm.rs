@@ -440,7 +440,7 @@ impl Backend for EtmBackend<'_> {
         }
         if self.opts.branch_broadcast && s.taken_direct() {
             if let Some(t) = s.insn.target {
-                self.branch(s.index, t.addr, Isa::from_decode(t.isa), None)?;
+                self.branch(s.index, t.addr, t.isa, None)?;
             }
         }
         Ok(())

@@ -113,25 +113,7 @@ impl TraceOptions {
     }
 }
 
-/// Which protocol a trace is in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Protocol {
-    /// ETMv3.x.
-    Etmv3,
-    /// PTM (PFT v1.1).
-    Ptm,
-}
-
-/// The register values a decoder needs to read the trace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Regs {
-    /// ETMCR, main control.
-    pub etmcr: u32,
-    /// ETMCCER, configuration code extension.
-    pub etmccer: u32,
-    /// ETMIDR, ID (architecture version and options).
-    pub etmidr: u32,
-}
+pub use trace_core::source::{Protocol, Regs};
 
 /// Counters of one encoding run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -196,15 +178,6 @@ impl Trace {
 /// [`EncodeError::Options`](crate::EncodeError::Options) when the
 /// registers do not describe a source of `protocol`.
 pub fn source_config(protocol: Protocol, r: Regs) -> Result<SourceConfig, crate::EncodeError> {
-    let bad = |e: String| crate::EncodeError::Options(e);
-    Ok(match protocol {
-        Protocol::Ptm => SourceConfig::Ptm(
-            ptm_packets::Config::from_regs(r.etmcr, r.etmccer, r.etmidr)
-                .map_err(|e| bad(e.to_string()))?,
-        ),
-        Protocol::Etmv3 => SourceConfig::Etm(
-            etm_packets::Config::from_regs(r.etmcr, r.etmccer, r.etmidr)
-                .map_err(|e| bad(e.to_string()))?,
-        ),
-    })
+    r.source_config(protocol)
+        .map_err(|e| crate::EncodeError::Options(e.to_string()))
 }

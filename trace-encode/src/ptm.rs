@@ -346,7 +346,7 @@ impl Backend for PtmBackend<'_> {
         }
         match s.insn.target {
             Some(t) if self.opts.branch_broadcast && s.insn.is_direct() => {
-                self.branch(s.index, t.addr, Isa::from_decode(t.isa), None)?;
+                self.branch(s.index, t.addr, t.isa, None)?;
             }
             _ => self.atom(s.index, true)?,
         }

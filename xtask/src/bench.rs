@@ -36,12 +36,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use trace_convert::decode::parallel::{
-    decode_parallel, decode_parallel_parts, DecodeOptions, Delivery, ParallelStats, Part, Parts,
-};
-use trace_convert::decode::{decode_sequential, memory_for, ExtraMemory};
+use trace_convert::decode::{self as dec, decoder, memory_for, ExtraMemory};
 use trace_convert::input::source::CaptureSpec;
 use trace_convert::input::{flags::SourceFlags, resolve, Input};
+use trace_core::capture::{
+    deliveries, each_event, DecodeOptions, Delivery, ParallelStats, Part, Parts,
+};
 use trace_core::decode::{Decoder, DecoderConfig};
 use trace_core::demux::{AnyPacket, SourceConfig};
 use trace_core::event::{Event, EventKind};
@@ -49,7 +49,7 @@ use trace_core::frames::{Deformatter, FrameEvent, FrameMode};
 use trace_core::memory::MemoryImage;
 // Events handed to a converter at once in the sink rows, as the CLI's
 // decode hands them.
-use trace_convert::decode::SLICE;
+use trace_core::capture::SLICE;
 
 const CHUNK: usize = 1 << 20;
 
@@ -246,33 +246,38 @@ fn decode_file(
             memory_for(input.snapshot.as_ref(), name, &ExtraMemory::default()).unwrap_or_default(),
         )
     };
-    let count = |e: &Event| {
-        count_event(&mut n, e);
-        Ok(())
-    };
-    let stats = match jobs {
-        None => decode_sequential(spec, memory, count).map(|_| None),
-        Some(jobs) if on_workers => decode_parallel_parts(
-            spec,
-            memory,
-            &DecodeOptions::with_jobs(jobs),
-            Some(Arc::new(Counting)),
-            |d| {
-                match d {
-                    Delivery::Event(e) | Delivery::Folded(e) => count_event(&mut n, e),
-                    Delivery::Part { result, .. } => {
-                        n += result.downcast::<u64>().map_or(0, |c| *c);
-                    }
+    // Parallel rows: on `jobs` threads whatever the capture's size.
+    let opts = DecodeOptions::chosen_jobs(jobs.unwrap_or(1));
+    let mut b = decoder(spec, memory)
+        .map_err(|e| e.to_string())?
+        .options(opts);
+    if jobs.is_some() && on_workers {
+        b = b.parts(Arc::new(Counting));
+    }
+    let mut d = b.build();
+    if jobs.is_some() && on_workers {
+        let mut each = deliveries(|d| {
+            match d {
+                Delivery::Event(e) | Delivery::Folded(e) => count_event(&mut n, e),
+                Delivery::Part { result, .. } => {
+                    n += result.downcast::<u64>().map_or(0, |c| *c);
                 }
+            }
+            Ok(())
+        });
+        dec::run(spec, &mut d, &mut each)
+    } else {
+        dec::run(
+            spec,
+            &mut d,
+            &mut each_event(|e| {
+                count_event(&mut n, e);
                 Ok(())
-            },
+            }),
         )
-        .map(|(_, stats)| Some(stats)),
-        Some(jobs) => decode_parallel(spec, memory, &DecodeOptions::with_jobs(jobs), count)
-            .map(|(_, stats)| Some(stats)),
     }
     .map_err(|e| e.to_string())?;
-    Ok((n, stats))
+    Ok((n, jobs.map(|_| d.parallel_stats())))
 }
 
 /// Add `e`'s instructions to `n`. The whole event is read, as a real

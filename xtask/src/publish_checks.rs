@@ -270,19 +270,33 @@ mod readme {
         blocks
     }
 
-    /// The workspace README's library example is not compiled where it
-    /// stands; it must be, word for word, one of the doctests of the
-    /// `etm-packets` README (its crate documentation).
+    /// A doctest as it reads: without its hidden (`# `) lines.
+    fn shown(block: &str) -> String {
+        block
+            .lines()
+            .filter(|l| *l != "#" && !l.starts_with("# "))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    }
+
+    /// The workspace README's library examples are not compiled where they
+    /// stand; each must be, word for word, one of the doctests of the
+    /// `etm-packets` or `trace-core` README (their crate documentation),
+    /// as it reads without its hidden lines.
     #[test]
     fn workspace_readme_example_is_a_doctest() {
         let read = |p: &str| std::fs::read_to_string(root().join(p)).expect(p);
         let front = rust_blocks(&read("README.md"));
-        let doctests = rust_blocks(&read("etm-packets/README.md"));
+        let doctests: Vec<String> = ["etm-packets/README.md", "trace-core/README.md"]
+            .iter()
+            .flat_map(|p| rust_blocks(&read(p)))
+            .map(|b| shown(&b))
+            .collect();
         assert!(!front.is_empty(), "README.md has no Rust example");
         for block in front {
             assert!(
                 doctests.contains(&block),
-                "README.md example is not a doctest of etm-packets:\n{block}"
+                "README.md example is not a doctest of etm-packets or trace-core:\n{block}"
             );
         }
     }

@@ -7,11 +7,11 @@
 //! calling thread is handed none of them.
 
 use super::{Converter, IdReport};
-use crate::decode::{Delivery, Part, Parts};
 use crate::sinks::Interest;
 use std::any::Any;
 use std::io;
 use std::sync::Arc;
+use trace_core::capture::{Delivery, Part, Parts};
 use trace_core::event::Event;
 use trace_core::memory::MemoryImage;
 

@@ -1,28 +1,19 @@
-//! Decoding captures into instruction-flow events: memory images for each
-//! source, one [`Decoder`] per trace ID, and the `decode` listing.
-
-mod in_parts;
-mod mismatches;
-pub mod parallel;
+//! Decoding the captures of an input: memory images for each source, and
+//! the [`CaptureDecoder`] of a [`CaptureSpec`] (its layout, its sources
+//! by trace ID, each one's memory image).
 
 use crate::input::shown::shown;
 use crate::input::snapshot::Snapshot;
-use crate::input::source::CaptureSpec;
-use crate::packets::{stream_capture, ReadError};
+use crate::input::source::{CaptureSpec, SourceSpec};
+use crate::input::InputError;
+use crate::packets::ReadError;
 use std::collections::hash_map::{Entry, HashMap};
-use std::io;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use trace_core::decode::{Decoder, DecoderConfig};
-use trace_core::demux::{Demux, Item, SourceStats};
-use trace_core::event::{Event, EventKind};
+use trace_core::capture::{Builder, CaptureDecoder, Consumer, DecodeSummary};
+use trace_core::decode::DecoderConfig;
 use trace_core::memory::{Contents, MemoryError, MemoryImage, MemoryMap, Space};
-
-pub use mismatches::{Firsts, Mismatches};
-pub(crate) use parallel::decode_to;
-pub use parallel::{
-    decode_capture_parts, decode_capture_with, DecodeOptions, Delivery, Part, Parts,
-};
 
 /// A `--mem FILE@ADDR` argument.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,363 +132,97 @@ pub fn memory_for(
     Ok(map)
 }
 
-/// Counters of one decoded capture.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DecodeSummary {
-    /// Per trace ID: events, instructions and ranges.
-    pub sources: Vec<(u8, SourceCounts)>,
-    /// Per configured trace ID: the packet parser's counters (bytes,
-    /// packets, bytes skipped, errors).
-    pub parsed: Vec<(u8, SourceStats)>,
-    /// Bytes read from the capture.
-    pub bytes: u64,
-}
-
-/// The parser counters of every configured trace ID of `demux`.
-pub(crate) fn parsed(demux: &Demux) -> Vec<(u8, SourceStats)> {
-    demux
-        .ids()
-        .into_iter()
-        .filter_map(|id| demux.stats(id).map(|s| (id, s)))
-        .collect()
-}
-
-/// Counters of one trace source.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SourceCounts {
-    /// Events emitted.
-    pub events: u64,
-    /// Instruction ranges.
-    pub ranges: u64,
-    /// Instructions.
-    pub instructions: u64,
-    /// Memory-not-accessible events.
-    pub nacc: u64,
-    /// Gaps (decode errors).
-    pub gaps: u64,
-    /// Where the trace contradicted its memory image or itself.
-    pub mismatches: Mismatches,
-}
-
-impl SourceCounts {
-    /// Count one event.
-    #[inline]
-    pub fn count(&mut self, e: &Event) {
-        self.events += 1;
-        match e.kind {
-            EventKind::Range(r) => {
-                self.ranges += 1;
-                self.instructions += u64::from(r.count);
-            }
-            EventKind::AddrNacc { .. } => self.nacc += 1,
-            EventKind::Gap(_) => {
-                self.gaps += 1;
-                self.mismatches.count(e);
-            }
-            EventKind::Inconsistent { .. } => self.mismatches.count(e),
-            _ => {}
-        }
-    }
-
-    /// Add another's counts.
-    #[inline]
-    pub fn add(&mut self, other: &SourceCounts) {
-        self.events += other.events;
-        self.ranges += other.ranges;
-        self.instructions += other.instructions;
-        self.nacc += other.nacc;
-        self.gaps += other.gaps;
-        self.mismatches.add(&other.mismatches);
-    }
-}
-
-/// Decode the capture of `spec`, each source against the image `memory`
-/// returns for it (by source name), handing every event to `each` in
-/// capture order per trace ID.
-///
-/// Large captures are decoded on all available threads
-/// ([`decode_capture_with`] with the default [`DecodeOptions`]); the events
-/// and their order are the same either way, and `each` is always called
-/// on the calling thread.
+/// The decoder configuration of `source`.
 ///
 /// # Errors
 ///
-/// [`ReadError`] when the configuration is unusable, the capture cannot be
-/// read, or `each` fails.
-pub fn decode_capture(
-    spec: &CaptureSpec,
-    memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
-    each: impl FnMut(&Event) -> io::Result<()>,
-) -> Result<DecodeSummary, ReadError> {
-    decode_capture_with(spec, memory, &DecodeOptions::default(), each)
+/// [`InputError::BadConfig`] when its registers are unusable.
+fn decoder_config(source: &SourceSpec) -> Result<DecoderConfig, InputError> {
+    Ok(DecoderConfig::new(source.id, &source.config()?).with_etmccer(source.regs.etmccer))
 }
 
-/// [`decode_capture`] on the calling thread only.
+/// A builder of the decoder of `spec`: its layout, its sources (and the
+/// configuration of any other trace ID, for captures described by flags),
+/// each configured source's memory image as `memory` returns it for the
+/// source's name (other trace IDs get the image it returns for `""`),
+/// the capture's size and, for a range of a file, its offset. Options,
+/// parts and threads are the caller's to add.
 ///
 /// # Errors
 ///
-/// As [`decode_capture`].
-pub fn decode_sequential(
-    spec: &CaptureSpec,
-    memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
-    each: impl FnMut(&Event) -> io::Result<()>,
-) -> Result<DecodeSummary, ReadError> {
-    decode_sequential_into(spec, memory, &mut OnlyEvents(each))
-}
-
-/// [`decode_sequential`] handing every delivery to `each`.
-pub(crate) fn decode_sequential_into<T: Take>(
+/// [`ReadError::Input`] ([`InputError::BadConfig`]) when a source's
+/// registers are unusable.
+pub fn decoder(
     spec: &CaptureSpec,
     mut memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
-    each: &mut T,
-) -> Result<DecodeSummary, ReadError> {
-    // The decoders in order of first use, and per trace ID the index of
-    // its decoder (NO_DECODER: none). Looked up for every packet: a table
-    // of its own, not a flag inside each decoder, whose state the decoder
-    // has only just written.
-    let mut decoders: Vec<Decoder> = Vec::new();
-    let mut slot = [NO_DECODER; 256];
-    let mut sink = Sink {
-        counts: Box::new([SourceCounts::default(); 256]),
-        failure: None,
-        each,
+) -> Result<Builder, ReadError> {
+    let mut b = CaptureDecoder::builder(spec.layout).size_hint(spec.size());
+    for s in &spec.sources {
+        b = b.source(decoder_config(s)?).memory(s.id, memory(&s.name));
+    }
+    if let Some((protocol, regs)) = spec.any_id {
+        let template = SourceSpec {
+            name: "any trace ID".into(),
+            id: 0,
+            protocol,
+            regs,
+            core: None,
+        };
+        b = b
+            .any_id(decoder_config(&template)?)
+            .default_memory(memory(""));
+    }
+    if let Some((start, _)) = spec.range {
+        b = b.starting_at(start);
+    }
+    Ok(b)
+}
+
+/// The capture of `spec` to read: the file, or its range.
+///
+/// # Errors
+///
+/// [`ReadError::Io`] when the file cannot be opened or its range found.
+pub fn open(spec: &CaptureSpec) -> Result<Box<dyn Read + Send>, ReadError> {
+    let io_err = |source| ReadError::Io {
+        path: spec.path.clone(),
+        source,
     };
-    // Events held for a consumer that takes them in slices.
-    let mut held: Vec<Event> = Vec::with_capacity(if T::SLICES { 2 * SLICE } else { 0 });
-    let (demux, bytes) = stream_capture(spec, |items| {
-        for item in items {
-            match item {
-                Item::Packet { id, offset, packet } => {
-                    let i = slot[usize::from(*id)];
-                    let dec = match decoders.get_mut(usize::from(i)) {
-                        Some(d) => d,
-                        None => {
-                            let Some(src) = spec.source(*id) else {
-                                continue;
-                            };
-                            let cfg = DecoderConfig::new(*id, &src.config()?)
-                                .with_etmccer(src.regs.etmccer);
-                            slot[usize::from(*id)] =
-                                u8::try_from(decoders.len()).unwrap_or(NO_DECODER);
-                            decoders.push(Decoder::new(cfg, memory(&src.name)));
-                            let Some(d) = decoders.last_mut() else {
-                                continue;
-                            };
-                            d
-                        }
-                    };
-                    if T::SLICES {
-                        dec.push(*offset, packet, &mut |e| held.push(e));
-                        if held.len() >= SLICE {
-                            sink.on_slice(&held);
-                            held.clear();
-                        }
-                    } else {
-                        dec.push(*offset, packet, &mut |e| sink.on(&e));
-                    }
-                }
-                Item::Error { id, error } => {
-                    if let Some(dec) = decoders.get_mut(usize::from(slot[usize::from(*id)])) {
-                        if T::SLICES {
-                            dec.packet_error(error.offset(), &mut |e| held.push(e));
-                        } else {
-                            dec.packet_error(error.offset(), &mut |e| sink.on(&e));
-                        }
-                    }
-                }
-                _ => {}
-            }
+    let mut file = spec.open().map_err(io_err)?;
+    Ok(match spec.range {
+        Some((start, len)) => {
+            file.seek(SeekFrom::Start(start)).map_err(io_err)?;
+            Box::new(file.take(len))
         }
-        sink.failure
-            .take()
-            .map_or(Ok(()), |e| Err(ReadError::Output(e)))
-    })?;
-    // Finished in trace ID order, as the sources are listed.
-    let ids: Vec<u8> = (0u8..=255)
-        .filter(|&id| slot[usize::from(id)] != NO_DECODER)
-        .collect();
-    let counted: &[u8] = if T::COUNTS { &ids } else { &[] };
-    for &id in &ids {
-        if let Some(dec) = decoders.get_mut(usize::from(slot[usize::from(id)])) {
-            if T::SLICES {
-                dec.finish(&mut |e| held.push(e));
-            } else {
-                dec.finish(&mut |e| sink.on(&e));
-            }
-        }
-    }
-    // The events held after the last packet, and those of the ends.
-    if !held.is_empty() {
-        sink.on_slice(&held);
-    }
-    if sink.failure.is_none() {
-        if let Err(e) = sink.each.end() {
-            sink.failure = Some(e);
-        }
-    }
-    if let Some(e) = sink.failure.take() {
-        return Err(ReadError::Output(e));
-    }
-    let counts = sink.counts;
-    Ok(DecodeSummary {
-        sources: counted
-            .iter()
-            .map(|&id| (id, counts[usize::from(id)]))
-            .collect(),
-        parsed: parsed(&demux),
-        bytes,
+        None => Box::new(file),
     })
 }
 
-/// "No decoder" in [`decode_sequential`]'s table (trace IDs are 7-bit, so
-/// there are at most 128 decoders).
-const NO_DECODER: u8 = u8::MAX;
-
-/// How many events a decode on one thread holds before it hands them to a
-/// conversion as one slice (once a packet has brought them to this many;
-/// see [`Converter::events`](crate::convert::Converter::events)). The
-/// size matters little (figures in `docs/performance.md`).
-pub const SLICE: usize = 1024;
-
-/// What a [`Sink`] hands its deliveries to.
-pub(crate) trait Take {
-    /// The decode counts each source's events for its summary (a
-    /// constant: a decode that counts pays no test for it).
-    const COUNTS: bool = true;
-
-    /// The decode on the calling thread hands the events in slices
-    /// ([`take_slice`](Self::take_slice)): the decoder writes each event
-    /// into a buffer, and the consumer reads them later, when the stores
-    /// are done, instead of right after each was written field by field.
-    const SLICES: bool = false;
-
-    /// Take one delivery.
-    fn take(&mut self, d: Delivery<'_>) -> io::Result<()>;
-
-    /// Take events no part has seen, in order (only when
-    /// [`SLICES`](Self::SLICES)).
-    fn take_slice(&mut self, events: &[Event]) -> io::Result<()> {
-        events
-            .iter()
-            .try_for_each(|e| self.take(Delivery::Event(e)))
-    }
-
-    /// Take a run of a parallel decode's events (each with the key of the
-    /// item that produced it), in order: seen by a part if `folded`
-    /// ([`Delivery::Folded`]), else not ([`Delivery::Event`]).
-    fn take_run(&mut self, run: &[(u64, Event)], folded: bool) -> io::Result<()> {
-        run.iter().try_for_each(|(_, e)| {
-            self.take(if folded {
-                Delivery::Folded(e)
-            } else {
-                Delivery::Event(e)
-            })
-        })
-    }
-
-    /// The decode has ended (after every delivery).
-    ///
-    /// # Errors
-    ///
-    /// An error of what is handed on then.
-    fn end(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// A consumer of events only: it is handed every event, and no part is
-/// made for it.
-pub(crate) struct OnlyEvents<F>(pub(crate) F);
-
-impl<F: FnMut(&Event) -> io::Result<()>> Take for OnlyEvents<F> {
-    // Always inlined: with the match left to the optimiser, a converter's
-    // per-event code was no longer inlined into the decoder's loop, and
-    // conversions were slower.
-    #[inline(always)]
-    fn take(&mut self, d: Delivery<'_>) -> io::Result<()> {
-        match d {
-            Delivery::Event(e) | Delivery::Folded(e) => (self.0)(e),
-            Delivery::Part { .. } => Ok(()),
-        }
-    }
-}
-
-/// A consumer of every delivery.
-pub(crate) struct All<F>(pub(crate) F);
-
-impl<F: FnMut(Delivery<'_>) -> io::Result<()>> Take for All<F> {
-    #[inline(always)]
-    fn take(&mut self, d: Delivery<'_>) -> io::Result<()> {
-        (self.0)(d)
-    }
-}
-
-pub(crate) struct Sink<'a, F: Take> {
-    /// Per trace ID (an array: indexed by a `u8`, with no bounds check).
-    pub(crate) counts: Box<[SourceCounts; 256]>,
-    pub(crate) failure: Option<io::Error>,
-    pub(crate) each: &'a mut F,
-}
-
-impl<F: Take> Sink<'_, F> {
-    /// Count `e` and hand it on. By reference: the decoder has only just
-    /// written the event field by field, and a copy of it as a whole
-    /// would wait for those stores.
-    #[inline]
-    pub(crate) fn on(&mut self, e: &Event) {
-        if F::COUNTS {
-            self.counts[usize::from(e.id)].count(e);
-        }
-        self.deliver(e);
-    }
-
-    /// Count `events` and hand them on as one slice.
-    #[inline]
-    pub(crate) fn on_slice(&mut self, events: &[Event]) {
-        if F::COUNTS {
-            for e in events {
-                self.counts[usize::from(e.id)].count(e);
-            }
-        }
-        self.attempt(|each| each.take_slice(events));
-    }
-
-    /// Hand on a run of a parallel decode's events (seen by a part if
-    /// `folded`), counted already.
-    #[inline]
-    pub(crate) fn hand_run(&mut self, run: &[(u64, Event)], folded: bool) {
-        if !run.is_empty() {
-            self.attempt(|each| each.take_run(run, folded));
-        }
-    }
-
-    /// Hand `e` on without counting it.
-    #[inline(always)]
-    pub(crate) fn deliver(&mut self, e: &Event) {
-        self.hand(Delivery::Event(e));
-    }
-
-    /// Hand `d` on.
-    #[inline(always)]
-    pub(crate) fn hand(&mut self, d: Delivery<'_>) {
-        self.attempt(|each| each.take(d));
-    }
-
-    /// `f` on the consumer unless it failed before; its error is kept
-    /// (nothing is handed on after it).
-    #[inline(always)]
-    fn attempt(&mut self, f: impl FnOnce(&mut F) -> io::Result<()>) {
-        if self.failure.is_none() {
-            if let Err(err) = f(self.each) {
-                self.failure = Some(err);
-            }
-        }
-    }
+/// Decode the capture of `spec` with `decoder` (made from [`decoder`]),
+/// handing the deliveries to `consumer`.
+///
+/// # Errors
+///
+/// [`ReadError`] when the capture cannot be read, the decoding threads
+/// fail, or `consumer` fails ([`ReadError::Output`]).
+pub fn run<C: Consumer + ?Sized>(
+    spec: &CaptureSpec,
+    decoder: &mut CaptureDecoder,
+    consumer: &mut C,
+) -> Result<DecodeSummary, ReadError> {
+    let input = open(spec)?;
+    decoder
+        .run(input, consumer)
+        .map_err(|e| ReadError::from_capture(&spec.path, e))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::io;
+    use trace_core::capture::{Delivery, SLICE};
+    use trace_core::event::{Event, EventKind};
 
     /// A consumer that counts the events for itself and takes them in
     /// slices.
@@ -507,7 +232,7 @@ mod tests {
         slices: Vec<usize>,
     }
 
-    impl Take for Sliced {
+    impl Consumer for Sliced {
         const COUNTS: bool = false;
         const SLICES: bool = true;
 
@@ -539,17 +264,26 @@ mod tests {
                 memory_for(input.snapshot.as_ref(), name, &ExtraMemory::default()).expect("memory"),
             )
         };
+        let one = trace_core::capture::DecodeOptions::with_jobs(1);
+        let mut d = decoder(spec, memory)
+            .expect("configuration")
+            .options(one)
+            .build();
         let mut counted = Vec::new();
-        let a = decode_sequential(spec, memory, |e| {
-            counted.push(*e);
-            Ok(())
-        })
+        let a = run(
+            spec,
+            &mut d,
+            &mut trace_core::capture::each_event(|e| {
+                counted.push(*e);
+                Ok(())
+            }),
+        )
         .expect("decodes");
         let mut sliced = Sliced {
             events: Vec::new(),
             slices: Vec::new(),
         };
-        let b = decode_sequential_into(spec, memory, &mut sliced).expect("decodes");
+        let b = run(spec, &mut d, &mut sliced).expect("decodes");
         assert!(counted.len() > SLICE, "more than one slice");
         assert_eq!(counted, sliced.events);
         let (last, full) = sliced.slices.split_last().expect("slices");

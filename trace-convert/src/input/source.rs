@@ -4,61 +4,10 @@
 use super::folder::Folder;
 use super::shown::shown;
 use super::snapshot::{BufferFormat, Snapshot};
-use std::fmt;
 use std::path::PathBuf;
 use trace_core::frames::FrameMode;
 
-/// The trace protocol of a source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Protocol {
-    /// ETM architecture v3.0 to v3.5 (ARM IHI 0014).
-    Etmv3,
-    /// Program Flow Trace v1.0/v1.1, as emitted by a PTM (ARM IHI 0035).
-    Ptm,
-}
-
-impl Protocol {
-    /// The protocol of a snapshot device `type`, e.g. `ETM3.5`, `PTM1.1`,
-    /// `PFT1.0`; `None` for sources this toolkit does not decode (ITM, STM,
-    /// ETMv4).
-    #[must_use]
-    pub fn from_device_type(kind: &str) -> Option<Protocol> {
-        let k = kind.trim().to_ascii_uppercase();
-        if k == "ETM3" || k.starts_with("ETM3.") || k == "ETMV3" || k.starts_with("ETMV3.") {
-            Some(Protocol::Etmv3)
-        } else if k.starts_with("PTM") || k.starts_with("PFT") {
-            Some(Protocol::Ptm)
-        } else {
-            None
-        }
-    }
-
-    /// Lower-case name used in listings and JSON: `etmv3` or `ptm`.
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Protocol::Etmv3 => "etmv3",
-            Protocol::Ptm => "ptm",
-        }
-    }
-}
-
-impl fmt::Display for Protocol {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// The configuration registers a packet parser needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SourceRegs {
-    /// ETMCR, the main control register.
-    pub etmcr: u32,
-    /// ETMCCER, the configuration code extension register.
-    pub etmccer: u32,
-    /// ETMIDR, the ID register (architecture version, options).
-    pub etmidr: u32,
-}
+pub use trace_core::source::{Protocol, Regs as SourceRegs};
 
 /// One trace source in a capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -256,19 +205,4 @@ fn source_of(snap: &Snapshot, source: &str, formatted: bool) -> Result<SourceSpe
         },
         core: snap.core_of(source).map(|c| c.name.clone()),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn device_types() {
-        assert_eq!(Protocol::from_device_type("ETM3.5"), Some(Protocol::Etmv3));
-        assert_eq!(Protocol::from_device_type("ETM3"), Some(Protocol::Etmv3));
-        assert_eq!(Protocol::from_device_type("PTM1.1"), Some(Protocol::Ptm));
-        assert_eq!(Protocol::from_device_type("PFT1.1"), Some(Protocol::Ptm));
-        assert_eq!(Protocol::from_device_type("ITM"), None);
-        assert_eq!(Protocol::from_device_type("ETM4.0"), None);
-    }
 }

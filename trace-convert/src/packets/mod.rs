@@ -34,6 +34,24 @@ pub enum ReadError {
     Output(io::Error),
 }
 
+impl ReadError {
+    /// The error of decoding the capture file `path`.
+    #[must_use]
+    pub fn from_capture(path: &std::path::Path, e: trace_core::capture::CaptureError) -> Self {
+        use trace_core::capture::CaptureError as E;
+        match e {
+            E::Read(source) => ReadError::Io {
+                path: path.to_path_buf(),
+                source,
+            },
+            E::Consumer(e) => ReadError::Output(e),
+            E::Threads(why) => ReadError::Output(io::Error::other(why)),
+            E::ThreadFailed => ReadError::Output(io::Error::other("a decoding thread failed")),
+            other => ReadError::Output(io::Error::other(other.to_string())),
+        }
+    }
+}
+
 /// What was read from one capture.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CaptureSummary {

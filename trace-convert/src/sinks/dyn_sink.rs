@@ -5,10 +5,10 @@
 //! the sink that made it with its own type.
 
 use super::{EventCtx, Flow, Interest, RunInfo, Sink, WorkerPart, WorkerParts};
-use crate::decode::{Part, Parts};
 use std::any::Any;
 use std::io;
 use std::sync::Arc;
+use trace_core::capture::{Part, Parts};
 use trace_core::event::Event;
 
 /// A [`Sink`] of any type, as the converter drives it: implemented for

@@ -120,7 +120,7 @@ pub trait WorkerParts: Send + Sync + 'static {
     fn part(&self, id: u8) -> Option<Self::Part>;
 
     /// Whether the parts read the values of timestamp events (see
-    /// [`crate::decode::parallel::parts`]); by default, they do.
+    /// [`trace_core::capture::Parts`]); by default, they do.
     fn reads_timestamps(&self) -> bool {
         true
     }

@@ -12,16 +12,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use trace_convert::clock::ClockInfo;
 use trace_convert::convert::{ConvertReport, Converter};
-use trace_convert::decode::parallel::{
-    decode_capture_parts, decode_parallel_parts, DecodeOptions, Delivery, WarmUp,
-};
-use trace_convert::decode::{decode_sequential, memory_for, ExtraMemory};
+use trace_convert::decode::{decoder, memory_for, run, ExtraMemory};
 use trace_convert::input::Input;
 use trace_convert::sinks::lcov::coverage::{Coverage, CoveragePart, LcovOptions};
 use trace_convert::sinks::lcov::LcovSink;
 use trace_convert::sinks::perfetto::PerfettoSink;
 use trace_convert::sinks::SharedBuffer;
 use trace_convert::symbols::Symbolizer;
+use trace_core::capture::{deliveries, DecodeOptions, Delivery, WarmUp};
 use trace_core::event::Event;
 use trace_core::memory::MemoryImage;
 
@@ -59,15 +57,20 @@ fn memory(elf: &Path) -> Arc<dyn MemoryImage> {
 
 fn events(input: &Input, mem: &Arc<dyn MemoryImage>) -> Vec<Event> {
     let mut v = Vec::new();
-    decode_sequential(
-        &input.captures[0],
-        |_| Arc::clone(mem),
-        |e| {
-            v.push(*e);
-            Ok(())
-        },
-    )
-    .unwrap();
+    trace_convert::decode::decoder(&input.captures[0], |_| Arc::clone(mem))
+        .and_then(|d| {
+            trace_convert::decode::run(
+                &input.captures[0],
+                &mut d
+                    .options(trace_core::capture::DecodeOptions::with_jobs(1))
+                    .build(),
+                &mut trace_core::capture::each_event(|e| {
+                    v.push(*e);
+                    Ok(())
+                }),
+            )
+        })
+        .unwrap();
     v
 }
 
@@ -146,7 +149,17 @@ fn convert(
     let mut used_parts = false;
     match opts {
         None => {
-            decode_sequential(spec, |_| Arc::clone(&mem), |e| conv.event(e, Some(&*mem))).unwrap();
+            trace_convert::decode::decoder(spec, |_| Arc::clone(&mem))
+                .and_then(|d| {
+                    trace_convert::decode::run(
+                        spec,
+                        &mut d
+                            .options(trace_core::capture::DecodeOptions::with_jobs(1))
+                            .build(),
+                        &mut trace_core::capture::each_event(|e| conv.event(e, Some(&*mem))),
+                    )
+                })
+                .unwrap();
         }
         Some(opts) => {
             let parts = conv.parts().expect("LCOV offers parts");
@@ -154,11 +167,12 @@ fn convert(
                 used_parts |= matches!(d, Delivery::Part { .. });
                 conv.deliver(d, Some(&*mem))
             };
-            if opts.jobs == 1 {
-                decode_capture_parts(spec, |_| Arc::clone(&mem), opts, parts, each).unwrap();
-            } else {
-                decode_parallel_parts(spec, |_| Arc::clone(&mem), opts, Some(parts), each).unwrap();
-            }
+            let mut d = decoder(spec, |_| Arc::clone(&mem))
+                .unwrap()
+                .options(*opts)
+                .parts(parts)
+                .build();
+            run(spec, &mut d, &mut deliveries(each)).unwrap();
         }
     }
     let report = conv.finish().unwrap();

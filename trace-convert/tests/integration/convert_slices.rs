@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use trace_convert::convert::{self, ConvertOptions, ConvertReport, Converter};
-use trace_convert::decode::{decode_sequential, memory_for, ExtraMemory};
+use trace_convert::decode::{memory_for, ExtraMemory};
 use trace_convert::input::flags::SourceFlags;
 use trace_convert::input::Input;
 use trace_convert::progress::NoProgress;
@@ -87,15 +87,20 @@ fn slices_of_any_length_convert_as_events_one_by_one() {
     let symbols = Symbolizer::from_elves(std::slice::from_ref(&elf)).expect("symbols");
     let spec = input.captures.first().expect("a capture");
     let mut events: Vec<Event> = Vec::new();
-    decode_sequential(
-        spec,
-        |_| Arc::clone(&memory),
-        |e| {
-            events.push(*e);
-            Ok(())
-        },
-    )
-    .expect("decodes");
+    trace_convert::decode::decoder(spec, |_| Arc::clone(&memory))
+        .and_then(|d| {
+            trace_convert::decode::run(
+                spec,
+                &mut d
+                    .options(trace_core::capture::DecodeOptions::with_jobs(1))
+                    .build(),
+                &mut trace_core::capture::each_event(|e| {
+                    events.push(*e);
+                    Ok(())
+                }),
+            )
+        })
+        .expect("decodes");
     let calls = events
         .iter()
         .filter(|e| matches!(&e.kind, EventKind::Range(r) if r.link && r.executed))
@@ -146,12 +151,17 @@ fn a_whole_conversion_equals_its_events_fed_one_by_one() {
     });
     let one_by_one = convert(&input, &symbols, &memory, |mut conv| {
         conv.set_info(name.clone(), sources.clone());
-        decode_sequential(
-            spec,
-            |_| Arc::clone(&memory),
-            |e| conv.event(e, Some(&*memory)),
-        )
-        .expect("decodes");
+        trace_convert::decode::decoder(spec, |_| Arc::clone(&memory))
+            .and_then(|d| {
+                trace_convert::decode::run(
+                    spec,
+                    &mut d
+                        .options(trace_core::capture::DecodeOptions::with_jobs(1))
+                        .build(),
+                    &mut trace_core::capture::each_event(|e| conv.event(e, Some(&*memory))),
+                )
+            })
+            .expect("decodes");
         conv.finish().expect("finish")
     });
     assert_eq!(whole.chrome, one_by_one.chrome);

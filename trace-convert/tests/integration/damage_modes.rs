@@ -26,9 +26,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use test_support::Rng;
-use trace_convert::decode::{decode_capture, memory_for, DecodeSummary, ExtraMemory};
+use trace_convert::decode::{memory_for, ExtraMemory};
 use trace_convert::input::source::CaptureSpec;
 use trace_convert::input::{flags::SourceFlags, resolve, Input};
+use trace_core::capture::DecodeSummary;
 use trace_core::event::{Event, EventKind, GapReason};
 use trace_core::memory::MemoryImage;
 
@@ -80,24 +81,27 @@ fn decode(case: &Case, spec: &CaptureSpec, bytes: &[u8]) -> (Vec<Event>, DecodeS
         spec.path = path.to_owned();
         let mut images: HashMap<String, Arc<dyn MemoryImage>> = HashMap::new();
         let mut events = Vec::new();
-        let summary = decode_capture(
-            &spec,
-            |name| {
-                images
-                    .entry(name.to_owned())
-                    .or_insert_with(|| {
-                        Arc::new(
-                            memory_for(case.input.snapshot.as_ref(), name, &ExtraMemory::default())
-                                .expect("memory image"),
-                        )
-                    })
-                    .clone()
-            },
-            |e| {
-                events.push(*e);
-                Ok(())
-            },
-        );
+        let summary = trace_convert::decode::decoder(&spec, |name| {
+            images
+                .entry(name.to_owned())
+                .or_insert_with(|| {
+                    Arc::new(
+                        memory_for(case.input.snapshot.as_ref(), name, &ExtraMemory::default())
+                            .expect("memory image"),
+                    )
+                })
+                .clone()
+        })
+        .and_then(|d| {
+            trace_convert::decode::run(
+                &spec,
+                &mut d.build(),
+                &mut trace_core::capture::each_event(|e| {
+                    events.push(*e);
+                    Ok(())
+                }),
+            )
+        });
         (events, summary.expect("decode"))
     })
 }

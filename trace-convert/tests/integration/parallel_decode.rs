@@ -16,14 +16,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use trace_convert::decode::parallel::{
-    decode_capture_parts, decode_parallel, decode_parallel_parts, DecodeOptions, Delivery,
-    ParallelStats, Part, Parts, WarmUp,
-};
-use trace_convert::decode::{decode_sequential, memory_for, DecodeSummary, ExtraMemory};
+use trace_convert::decode::{decoder, memory_for, run, ExtraMemory};
 use trace_convert::input::source::CaptureSpec;
 use trace_convert::input::{flags::SourceFlags, resolve, Input};
 use trace_convert::sinks::listing::events::{write_event, EventFormat};
+use trace_core::capture::{
+    deliveries, each_event, DecodeOptions, DecodeSummary, Delivery, ParallelStats, Part, Parts,
+    WarmUp,
+};
 use trace_core::event::{Event, EventKind};
 use trace_core::memory::MemoryImage;
 
@@ -36,10 +36,18 @@ fn images(input: &Input) -> impl FnMut(&str) -> Arc<dyn MemoryImage> + '_ {
 
 fn sequential(input: &Input, spec: &CaptureSpec) -> (Vec<Event>, DecodeSummary) {
     let mut events = Vec::new();
-    let summary = decode_sequential(spec, images(input), |e| {
-        events.push(*e);
-        Ok(())
-    })
+    let mut d = decoder(spec, images(input))
+        .unwrap()
+        .options(DecodeOptions::with_jobs(1))
+        .build();
+    let summary = run(
+        spec,
+        &mut d,
+        &mut each_event(|e| {
+            events.push(*e);
+            Ok(())
+        }),
+    )
     .unwrap();
     (events, summary)
 }
@@ -50,12 +58,17 @@ fn parallel(
     opts: &DecodeOptions,
 ) -> (Vec<Event>, DecodeSummary, ParallelStats) {
     let mut events = Vec::new();
-    let (summary, stats) = decode_parallel(spec, images(input), opts, |e| {
-        events.push(*e);
-        Ok(())
-    })
+    let mut d = decoder(spec, images(input)).unwrap().options(*opts).build();
+    let summary = run(
+        spec,
+        &mut d,
+        &mut each_event(|e| {
+            events.push(*e);
+            Ok(())
+        }),
+    )
     .unwrap();
-    (events, summary, stats)
+    (events, summary, d.parallel_stats())
 }
 
 /// Parts that record the events they are given.
@@ -146,12 +159,13 @@ fn check_parts(
         }
         Ok(())
     };
-    if opts.jobs == 1 {
-        // The calling thread feeds the parts itself.
-        decode_capture_parts(spec, images(input), opts, Arc::new(parts), each).unwrap();
-    } else {
-        decode_parallel_parts(spec, images(input), opts, Some(Arc::new(parts)), each).unwrap();
-    }
+    // With one job, the calling thread feeds the parts itself.
+    let mut d = decoder(spec, images(input))
+        .unwrap()
+        .options(*opts)
+        .parts(Arc::new(parts))
+        .build();
+    run(spec, &mut d, &mut deliveries(each)).unwrap();
     assert!(
         folded.values().all(Vec::is_empty),
         "{what}: folded events without a part"

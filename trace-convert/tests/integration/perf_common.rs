@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use trace_convert::decode::{decode_sequential, memory_for, ExtraMemory};
+use trace_convert::decode::{memory_for, ExtraMemory};
 use trace_convert::input::source::CaptureSpec;
 use trace_convert::input::{flags::SourceFlags, resolve, Input};
 use trace_core::event::Event;
@@ -15,18 +15,23 @@ use trace_encode::perf::{write_perf_data, AuxBuffer, AuxPiece, PerfMmap, PerfSou
 
 pub fn decode(input: &Input, spec: &CaptureSpec) -> Vec<Event> {
     let mut events = Vec::new();
-    decode_sequential(
-        spec,
-        |name: &str| -> Arc<dyn MemoryImage> {
-            Arc::new(
-                memory_for(input.snapshot.as_ref(), name, &ExtraMemory::default()).expect("memory"),
-            )
-        },
-        |e| {
-            events.push(*e);
-            Ok(())
-        },
-    )
+    trace_convert::decode::decoder(spec, |name: &str| -> Arc<dyn MemoryImage> {
+        Arc::new(
+            memory_for(input.snapshot.as_ref(), name, &ExtraMemory::default()).expect("memory"),
+        )
+    })
+    .and_then(|d| {
+        trace_convert::decode::run(
+            spec,
+            &mut d
+                .options(trace_core::capture::DecodeOptions::with_jobs(1))
+                .build(),
+            &mut trace_core::capture::each_event(|e| {
+                events.push(*e);
+                Ok(())
+            }),
+        )
+    })
     .expect("decodes");
     events
 }

@@ -369,7 +369,14 @@ fn tc2_report_is_the_same_on_one_thread_or_two() {
             .env("TRACE_CONVERT_JOBS", jobs)
             // On the cycle axis: the timestamp axis leaves out what runs
             // before a core's first timestamp.
-            .args(["report", "--format", "json", "--no-progress", "--clock", "cycles"])
+            .args([
+                "report",
+                "--format",
+                "json",
+                "--no-progress",
+                "--clock",
+                "cycles",
+            ])
             .arg(&tc2)
             .output()
             .expect("run trace-convert");

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::mpsc;
 use std::time::Duration;
-use trace_convert::decode::{decode_capture, memory_for, ExtraMemory};
+use trace_convert::decode::{memory_for, ExtraMemory};
 use trace_convert::input::flags::SourceFlags;
 use trace_convert::input::snapshot::{Snapshot, SnapshotError};
 use trace_convert::input::{self, Input};
@@ -102,17 +102,22 @@ fn instructions(input: &Input) -> Result<u64, String> {
     let capture = &input.captures[0];
     let snap = input.snapshot.clone();
     let mut err = None;
-    let summary = decode_capture(
-        capture,
-        |name| match memory_for(snap.as_ref(), name, &ExtraMemory::default()) {
+    let summary = trace_convert::decode::decoder(capture, |name| {
+        match memory_for(snap.as_ref(), name, &ExtraMemory::default()) {
             Ok(m) => std::sync::Arc::new(m),
             Err(e) => {
                 err = Some(e.to_string());
                 std::sync::Arc::new(trace_core::memory::MemoryMap::new())
             }
-        },
-        |_| Ok(()),
-    )
+        }
+    })
+    .and_then(|d| {
+        trace_convert::decode::run(
+            capture,
+            &mut d.build(),
+            &mut trace_core::capture::each_event(|_| Ok(())),
+        )
+    })
     .map_err(|e| e.to_string())?;
     if let Some(e) = err {
         return Err(e);

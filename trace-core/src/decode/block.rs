@@ -153,11 +153,6 @@ impl BlockCache {
         self.blocks.len()
     }
 
-    /// Whether no block is cached.
-    pub fn is_empty(&self) -> bool {
-        self.blocks.is_empty()
-    }
-
     /// Forget every block (the memory image changed).
     pub fn clear(&mut self) {
         self.arena.clear();
@@ -202,7 +197,7 @@ impl BlockCache {
         let mut addr = start;
         let mut it = ItState::new();
         let mut end = BlockEnd::Limit;
-        let dec_isa = isa.decode_isa();
+        let dec_isa = isa;
         for _ in 0..WALK_LIMIT {
             let mut buf = [0u8; 4];
             let n = mem.read(space, addr, &mut buf);
@@ -237,7 +232,7 @@ impl BlockCache {
                 link,
                 ret,
                 cond,
-                target: insn.target.map(|t| (t.addr, Isa::from_decode(t.isa))),
+                target: insn.target.map(|t| (t.addr, t.isa)),
             });
             self.alone.push(Range {
                 start: addr,

@@ -249,11 +249,6 @@ impl Engine {
         self.ignored
     }
 
-    /// Number of cached blocks.
-    pub fn cached_blocks(&self) -> usize {
-        self.cache.len()
-    }
-
     /// Take the block cache out, leaving an empty one in its place; the
     /// engine goes on as before (it finds its blocks again).
     pub fn take_cache(&mut self) -> BlockCache {

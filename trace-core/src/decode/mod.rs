@@ -1,9 +1,9 @@
 //! The instruction-flow decoder (decompressor).
 //!
 //! Packets of either protocol are lowered into protocol-neutral
-//! [`TraceOp`]s ([`lower_etm`], [`lower_ptm`]), which one [`engine`] runs
-//! against a [`MemoryImage`]: walking the code with isa-decode, through a
-//! [`block`] cache, and emitting [`Event`]s.
+//! [`TraceOp`]s ([`Decoder::lower`]), which one engine runs against a
+//! [`MemoryImage`]: walking the code with isa-decode, through a cache of
+//! decoded blocks and a return stack, and emitting [`Event`]s.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -20,12 +20,12 @@
 //! decoder.finish(&mut |e| events.push(e));
 //! ```
 
-pub mod block;
-pub mod engine;
-pub mod lower_etm;
-pub mod lower_ptm;
+mod block;
+mod engine;
+mod lower_etm;
+mod lower_ptm;
 pub mod op;
-pub mod rstack;
+mod rstack;
 
 pub use op::TraceOp;
 
@@ -153,8 +153,11 @@ impl Decoder {
         self.engine.ignored()
     }
 
-    /// The operation `packet` stands for in this source.
-    fn lower(&self, packet: &AnyPacket) -> TraceOp {
+    /// The operation `packet` stands for in this source (what
+    /// [`Decoder::push`] runs; a packet of the other protocol is
+    /// [`TraceOp::Ignored`]).
+    #[must_use]
+    pub fn lower(&self, packet: &AnyPacket) -> TraceOp {
         match (packet, self.cfg.source) {
             (AnyPacket::Ptm(p), SourceConfig::Ptm(_)) => lower_ptm::lower(p),
             (AnyPacket::Etm(p), SourceConfig::Etm(_)) => {

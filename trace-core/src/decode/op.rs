@@ -1,6 +1,6 @@
 //! The protocol-neutral trace operations the engine runs (PFT v1.1 B.3.2
 //! plus what ETMv3 adds). Packets of either protocol are lowered into
-//! these by [`super::lower_ptm`] and [`super::lower_etm`].
+//! these by [`Decoder::lower`](super::Decoder::lower).
 
 use crate::event::{Isa, TraceOnReason};
 

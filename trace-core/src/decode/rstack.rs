@@ -175,6 +175,7 @@ impl ReturnStack {
     }
 
     /// Number of entries.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.len
     }

@@ -150,8 +150,7 @@ pub fn expected(
                     Protocol::Ptm => {
                         let mut buf = [0u8; 4];
                         let n = memory.read(Space::Secure, addr, &mut buf);
-                        let insn =
-                            isa_decode::decode(isa.decode_isa(), &buf[..n], addr).expect("code");
+                        let insn = isa_decode::decode(isa, &buf[..n], addr).expect("code");
                         insn.is_waypoint_with(barriers).then_some(cond.passed())
                     }
                 };

@@ -297,7 +297,8 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
         },
         report: args.report,
     };
-    let mut conv = Converter::new(&symbols, clock, options.max_depth);
+    let mut conv = Converter::new(&symbols, clock, options.max_depth)
+        .with_decode_options(crate::jobs::decode_options());
     if let Some(w) = window {
         conv.set_window(w);
     }

@@ -23,6 +23,7 @@ use trace_convert::sinks::listing::packets::{write_item, ListFormat};
 
 mod assets_cli;
 mod convert_cli;
+mod jobs;
 mod outputs_cli;
 mod progress_bar;
 mod report_cli;
@@ -535,10 +536,14 @@ fn decode_listing(
 ) -> Result<Totals, ExitCode> {
     let only = &args.input.source.trace_id;
     let by_id = images.by_id(capture);
-    let summary = dec::decode_capture(
+    let mut decoder = dec::decoder(capture, |name| images.of(name))
+        .map_err(read_failure)?
+        .options(jobs::decode_options())
+        .build();
+    let summary = dec::run(
         capture,
-        |name| images.of(name),
-        |e| {
+        &mut decoder,
+        &mut trace_core::capture::each_event(|e| {
             let Some(format) = format else {
                 return Ok(());
             };
@@ -549,7 +554,7 @@ fn decode_listing(
                 .instructions
                 .then(|| by_id.get(&e.id).map_or(&**images.other(), |m| &**m));
             write_event(out, format, e, mem)
-        },
+        }),
     )
     .map_err(read_failure)?;
     for (id, c) in &summary.sources {

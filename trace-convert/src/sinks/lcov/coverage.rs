@@ -604,7 +604,7 @@ fn read_insn(
 ) -> Option<(isa_decode::Insn, u32)> {
     let mut bytes = [0u8; 4];
     let n = memory.read(space, addr, &mut bytes);
-    let insn = isa_decode::decode(isa.decode_isa(), &bytes[..n], addr)?;
+    let insn = isa_decode::decode(isa, &bytes[..n], addr)?;
     bytes[usize::from(insn.size).min(4)..].fill(0);
     Some((insn, u32::from_le_bytes(bytes)))
 }

@@ -149,7 +149,8 @@ impl EventRecord {
                 r.expected = Some(expected);
                 r.traced = traced;
             }
-            EventKind::ExceptionReturn | EventKind::NoSync | EventKind::EndOfTrace => {}
+            // Kinds without fields, and any later kind: its name only.
+            _ => {}
         }
         r
     }
@@ -259,7 +260,7 @@ fn write_instructions<W: Write + ?Sized>(
     let n = r.count;
     for (k, i) in r.instructions(mem).enumerate() {
         let last = k as u32 + 1 == n;
-        let text = isa_decode::disassemble(i.opcode(), i.addr, r.isa.decode_isa())
+        let text = isa_decode::disassemble(i.opcode(), i.addr, r.isa)
             .unwrap_or_else(|| "<undecodable>".into());
         let executed = !last || r.executed;
         match format {
@@ -353,6 +354,8 @@ fn write_text<W: Write + ?Sized>(out: &mut W, e: &Event) -> io::Result<()> {
         EventKind::ExceptionReturn => writeln!(out, "exception return"),
         EventKind::NoSync => writeln!(out, "no sync"),
         EventKind::EndOfTrace => writeln!(out, "end of trace"),
+        // A later kind: its name.
+        other => writeln!(out, "{}", other.name()),
     }
 }
 

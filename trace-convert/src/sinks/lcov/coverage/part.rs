@@ -1,6 +1,6 @@
 //! Coverage of a part of the events, made apart and merged in order: the
 //! work of a parallel decode's worker on its share of a chunk
-//! ([`Parts`](crate::decode::Parts)).
+//! ([`Parts`](trace_core::capture::Parts)).
 //!
 //! The range table adds up whatever the order, but a range's IT state
 //! comes from the range before it when the flow goes on sequentially (see

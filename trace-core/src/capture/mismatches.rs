@@ -2,8 +2,7 @@
 //! the summary: branches into the middle of an instruction of the image
 //! and `inconsistent` events, with the first places of each.
 
-use crate::plural::plural;
-use trace_core::event::{Event, EventKind, GapReason};
+use crate::event::{Event, EventKind, GapReason};
 
 /// Where one source's trace contradicted its memory image or itself.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -121,5 +120,14 @@ impl Firsts {
             ""
         };
         format!("{}{more}", v.join(", "))
+    }
+}
+
+/// `n` and `word`, plural but for one (`1 time`, `2 times`).
+fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        format!("{n} {word}")
+    } else {
+        format!("{n} {word}s")
     }
 }

@@ -10,9 +10,9 @@
 //! parser's state is seen to equal the real one, but a cut at an A-sync
 //! lets the fresh parser take over right away.
 
+use crate::frames::{id_after, FRAME_SIZE};
 use std::io::{self, Read};
 use std::ops::Range;
-use trace_core::frames::{id_after, FRAME_SIZE};
 
 /// How the capture's bytes are laid out, as far as cutting goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

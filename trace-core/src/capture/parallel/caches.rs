@@ -4,8 +4,8 @@
 //! already holds the loops it will walk (figures in
 //! `docs/performance.md`).
 
+use crate::decode::{CodeCache, Decoder};
 use std::sync::Mutex;
-use trace_core::decode::{CodeCache, Decoder};
 
 /// Caches larger than this many instructions are not kept (a decoder's
 /// own cache may grow to 2 Mi instructions; those kept here stay small
@@ -61,12 +61,12 @@ impl Caches {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::op::{InsnAtoms, Sync, SyncReason, Target, TraceOp};
+    use crate::decode::DecoderConfig;
+    use crate::demux::SourceConfig;
+    use crate::event::{Isa, TraceOnReason};
+    use crate::memory::{MemoryImage, MemoryMap, Region, Space};
     use std::sync::Arc;
-    use trace_core::decode::op::{InsnAtoms, Sync, SyncReason, Target, TraceOp};
-    use trace_core::decode::DecoderConfig;
-    use trace_core::demux::SourceConfig;
-    use trace_core::event::{Isa, TraceOnReason};
-    use trace_core::memory::{MemoryImage, MemoryMap, Region, Space};
 
     /// MOV r0, #0 ; ADD r0, r0, #1 ; B . (A32, ARM ARM A8.8) at 0x1000.
     fn image() -> Arc<dyn MemoryImage> {

@@ -5,46 +5,42 @@
 //! handed on at all, which takes less time than handing them on (figures
 //! in `docs/performance.md`).
 
-use super::{Delivery, Part, Parts, Take};
-use crate::input::source::CaptureSpec;
-use crate::packets::ReadError;
-use std::io;
-use std::sync::Arc;
-use trace_core::event::Event;
-use trace_core::memory::MemoryImage;
+use super::consumer::Consumer;
+use super::sequential::decode_sequential;
+use super::{CaptureError, DecodeSummary, Delivery, Part, Parts, Plan};
+use crate::event::Event;
+use crate::per_id::PerId;
+use std::io::{self, Read};
 
-/// Decode `spec` on the calling thread, feeding the events of each source
+/// Decode the capture read from `input` on the calling thread, feeding the events of each source
 /// to parts made by `parts` when they keep no events (their results handed
 /// on about every `cut_bytes` of the capture, and at the end), and handing
 /// the deliveries to `each`. Parts that keep events are not made: every
 /// event is handed on, and the consumer does the part's work on it (as
 /// fast, without a second call per event).
-pub(crate) fn decode_sequential_parts<T: Take>(
-    spec: &CaptureSpec,
-    memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
+pub(crate) fn decode_sequential_parts<R: Read, T: Consumer + ?Sized>(
+    plan: &Plan,
+    input: R,
     parts: Option<&dyn Parts>,
     cut_bytes: u64,
     each: &mut T,
-) -> Result<super::DecodeSummary, ReadError> {
+) -> Result<DecodeSummary, CaptureError> {
     match parts {
         Some(p) if !p.keep_events() => {
             let mut take = InParts::new(p, cut_bytes, each);
-            super::decode_sequential_into(spec, memory, &mut take)
+            decode_sequential(plan, input, &mut take)
         }
-        _ => super::decode_sequential_into(spec, memory, each),
+        _ => decode_sequential(plan, input, each),
     }
 }
 
 /// Hands events to parts made by `parts` and the deliveries on to `each`.
-struct InParts<'a, T> {
+struct InParts<'a, T: ?Sized> {
     each: &'a mut T,
     parts: &'a dyn Parts,
-    /// Per trace ID: its open part, if any.
-    open: Box<[Option<Box<dyn Part>>; 256]>,
-    /// Trace IDs with an open part, in order of opening.
-    ids: Vec<u8>,
-    /// Per trace ID: `parts` makes no part for it.
-    without: Box<[bool; 256]>,
+    /// Per trace ID: its open part, if any, in order of opening (`None`:
+    /// `parts` makes no part for it).
+    open: PerId<Option<Box<dyn Part>>>,
     /// Bytes of the capture between cuts.
     cut_bytes: u64,
     /// The open parts are handed on after an event at this offset or
@@ -54,7 +50,7 @@ struct InParts<'a, T> {
     last: u64,
 }
 
-impl<'a, T: Take> InParts<'a, T> {
+impl<'a, T: Consumer + ?Sized> InParts<'a, T> {
     /// Parts made by `parts` (which keep no events), cut every
     /// `cut_bytes`, results and events handed to `each`.
     fn new(parts: &'a dyn Parts, cut_bytes: u64, each: &'a mut T) -> InParts<'a, T> {
@@ -62,9 +58,7 @@ impl<'a, T: Take> InParts<'a, T> {
         InParts {
             each,
             parts,
-            open: Box::new(std::array::from_fn(|_| None)),
-            ids: Vec::new(),
-            without: Box::new([false; 256]),
+            open: PerId::new(),
             cut_bytes,
             next_cut: cut_bytes,
             last: 0,
@@ -75,15 +69,14 @@ impl<'a, T: Take> InParts<'a, T> {
     /// handed on as it is when `parts` makes none for its trace ID.
     #[cold]
     fn first(&mut self, e: &Event) -> io::Result<()> {
-        let id = usize::from(e.id);
-        if !self.without[id] {
-            if let Some(mut part) = self.parts.part(e.id) {
-                part.event(e);
-                self.open[id] = Some(part);
-                self.ids.push(e.id);
-                return Ok(());
-            }
-            self.without[id] = true;
+        let part = self.parts.part(e.id).map(|mut part| {
+            part.event(e);
+            part
+        });
+        let made = part.is_some();
+        self.open.insert(e.id, part);
+        if made {
+            return Ok(());
         }
         self.each.take(Delivery::Event(e))
     }
@@ -92,20 +85,26 @@ impl<'a, T: Take> InParts<'a, T> {
     #[cold]
     fn cut(&mut self) -> io::Result<()> {
         self.next_cut = self.last.saturating_add(self.cut_bytes);
-        for id in std::mem::take(&mut self.ids) {
-            if let Some(part) = self.open[usize::from(id)].take() {
-                self.each.take(Delivery::Part {
+        // In order of opening; those without a part stay, so that no part
+        // is asked for again.
+        let open = std::mem::take(&mut self.open);
+        for (id, part) in open.into_insertion_order() {
+            match part {
+                Some(part) => self.each.take(Delivery::Part {
                     id,
                     result: part.into_any(),
                     chunk_end: self.last,
-                })?;
+                })?,
+                None => {
+                    self.open.insert(id, None);
+                }
             }
         }
         Ok(())
     }
 }
 
-impl<T: Take> Take for InParts<'_, T> {
+impl<T: Consumer + ?Sized> Consumer for InParts<'_, T> {
     const COUNTS: bool = T::COUNTS;
 
     #[inline(always)]
@@ -113,8 +112,9 @@ impl<T: Take> Take for InParts<'_, T> {
         let Delivery::Event(e) = d else {
             return self.each.take(d);
         };
-        match &mut self.open[usize::from(e.id)] {
-            Some(part) => part.event(e),
+        match self.open.get_mut(e.id) {
+            Some(Some(part)) => part.event(e),
+            Some(None) => self.each.take(Delivery::Event(e))?,
             None => self.first(e)?,
         }
         self.last = e.offset;

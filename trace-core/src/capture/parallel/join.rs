@@ -12,43 +12,45 @@
 //! either way, the items and events are those of one parser and one
 //! decoder over the whole capture.
 
-use super::chunk::{key_of, run_op, ChunkDone, LaneDone, Shared, IDS};
+use super::chunk::{key_of, run_op, ChunkDone, LaneDone, Shared};
 use super::cuts::{Layout, Window};
-use super::parse::{low_bits, rebase, same_but_timestamp, timestamp_of, Op, PacketParser};
-use super::parts::Delivery;
-use super::{EventBuf, ParallelStats};
-use crate::decode::{Sink, SourceCounts, Take};
+use super::stitch::{feed, low_bits, rebase, same_but_timestamp, timestamp_of, Op, PacketParser};
+use super::EventBuf;
+use crate::capture::consumer::{Consumer, Sink};
+use crate::capture::{Delivery, ParallelStats, SourceCounts};
+use crate::decode::Decoder;
+use crate::demux::SourceStats;
+use crate::event::{Event, EventKind};
+use crate::frames::Deformatter;
+use crate::memory::MemoryImage;
+use crate::per_id::PerId;
 use std::sync::Arc;
-use trace_core::decode::Decoder;
-use trace_core::demux::SourceStats;
-use trace_core::event::{Event, EventKind};
-use trace_core::frames::Deformatter;
-use trace_core::memory::MemoryImage;
 
 /// The real state of the capture so far: one parser and one decoder per
 /// trace ID, as a single pass would have them.
 pub(super) struct Truth {
-    pub(super) parsers: Vec<Option<PacketParser>>,
+    pub(super) parsers: PerId<PacketParser>,
     /// Added to a parser's counters: parsers taken over from workers
     /// counted their bytes from a fresh start.
-    pub(super) adjust: Vec<SourceStats>,
-    pub(super) decoders: Vec<Option<Decoder>>,
+    pub(super) adjust: PerId<SourceStats>,
+    pub(super) decoders: PerId<Decoder>,
 }
 
 impl Truth {
     pub(super) fn new() -> Truth {
         Truth {
-            parsers: (0..IDS).map(|_| None).collect(),
-            adjust: vec![SourceStats::default(); IDS],
-            decoders: (0..IDS).map(|_| None).collect(),
+            parsers: PerId::new(),
+            adjust: PerId::new(),
+            decoders: PerId::new(),
         }
     }
 
     /// The counters of trace ID `id`'s parser.
     pub(super) fn stats(&self, id: u8) -> Option<SourceStats> {
-        let p = self.parsers.get(usize::from(id))?.as_ref()?;
+        let p = self.parsers.get(id)?;
         let zero = SourceStats::default();
-        Some(rebase(&p.stats(), &self.adjust[usize::from(id)], &zero))
+        let adjust = self.adjust.get(id).copied().unwrap_or_default();
+        Some(rebase(&p.stats(), &adjust, &zero))
     }
 }
 
@@ -72,10 +74,13 @@ struct Lane {
     counts: SourceCounts,
     /// Items of the real parser after the I-sync in its piece.
     tail: Vec<(u64, Op)>,
+    /// Formatted input: the number of the first formatter run the real
+    /// parser reads from the chunk's frames (`u64::MAX`: none).
+    walk_from: u64,
 }
 
 /// Everything the join works with.
-pub(super) struct Joiner<'a, 'b, F: Take> {
+pub(super) struct Joiner<'a, 'b, F: Consumer + ?Sized> {
     pub(super) shared: &'a Shared,
     pub(super) truth: &'a mut Truth,
     /// The memory image of a trace ID.
@@ -85,7 +90,7 @@ pub(super) struct Joiner<'a, 'b, F: Take> {
     pub(super) spare: &'a mut dyn FnMut() -> EventBuf,
 }
 
-impl<F: Take> Joiner<'_, '_, F> {
+impl<F: Consumer + ?Sized> Joiner<'_, '_, F> {
     /// Join chunk `chunk` of `window`, worked as `done`, and hand on its
     /// events; returns the event buffers for reuse and the number of
     /// events.
@@ -98,12 +103,8 @@ impl<F: Take> Joiner<'_, '_, F> {
         let range = window.chunks.get(chunk).cloned().unwrap_or(0..0);
         let start = window.base + range.start as u64;
         let bytes = window.bytes.get(range).unwrap_or(&[]);
-        let mut slot = [usize::MAX; IDS];
-        let mut lanes: Vec<Lane> = Vec::with_capacity(done.lanes.len());
+        let mut lanes: PerId<Lane> = PerId::new();
         for d in done.lanes {
-            if let Some(s) = slot.get_mut(usize::from(d.id)) {
-                *s = lanes.len();
-            }
             let mode = if d.stitch.is_some() {
                 self.stats.parts += 1;
                 Mode::Before
@@ -119,17 +120,21 @@ impl<F: Take> Joiner<'_, '_, F> {
             } else {
                 Vec::new()
             };
-            lanes.push(Lane {
-                mode,
-                done: d,
-                serial,
-                counts: SourceCounts::default(),
-                tail: Vec::new(),
-            });
+            lanes.insert(
+                d.id,
+                Lane {
+                    mode,
+                    done: d,
+                    serial,
+                    counts: SourceCounts::default(),
+                    tail: Vec::new(),
+                    walk_from: u64::MAX,
+                },
+            );
         }
         match self.shared.layout {
             Layout::Raw => {
-                if let Some(l) = lanes.first_mut() {
+                if let Some((_, l)) = lanes.in_insertion_order_mut().next() {
                     let mut at = 0usize;
                     if let Some(s) = l.done.stitch.as_ref() {
                         let end = usize::try_from(s.at.saturating_sub(start))
@@ -147,8 +152,7 @@ impl<F: Take> Joiner<'_, '_, F> {
                 // Each source's runs up to its stitch, as the worker kept
                 // them; a source whose stitch does not match needs the
                 // rest of its runs, from the frames.
-                let mut walk_from = vec![u64::MAX; lanes.len()];
-                for (l, from) in lanes.iter_mut().zip(walk_from.iter_mut()) {
+                for (_, l) in lanes.in_insertion_order_mut() {
                     let stitch_at = l.done.stitch.as_ref().map(|s| s.at);
                     for (r, run) in std::mem::take(&mut l.done.runs) {
                         if l.mode == Mode::Accepted {
@@ -160,19 +164,18 @@ impl<F: Take> Joiner<'_, '_, F> {
                         }
                     }
                     if let (Mode::Full, Some(at)) = (l.mode, stitch_at) {
-                        *from = at + 1;
+                        l.walk_from = at + 1;
                     }
                 }
-                if walk_from.iter().any(|&f| f != u64::MAX) {
+                if lanes.iter().any(|(_, l)| l.walk_from != u64::MAX) {
                     let mut d = Deformatter::resume_memory(start, done.id_at_start);
                     let mut run_no = 0u64;
                     for ev in d.feed(bytes) {
-                        let trace_core::frames::FrameEvent::Data(run) = ev else {
+                        let crate::frames::FrameEvent::Data(run) = ev else {
                             continue;
                         };
-                        let i = slot[usize::from(run.id)];
-                        if let (Some(l), Some(&from)) = (lanes.get_mut(i), walk_from.get(i)) {
-                            if run_no >= from {
+                        if let Some(l) = lanes.get_mut(run.id) {
+                            if run_no >= l.walk_from {
                                 self.piece(l, run.offset, run.data(), Some(run_no));
                             }
                         }
@@ -190,11 +193,14 @@ impl<F: Take> Joiner<'_, '_, F> {
         let Some((pcfg, cfg)) = self.shared.source(id) else {
             return;
         };
-        let Some(parser) = self.truth.parsers.get_mut(usize::from(id)) else {
+        let Some(parser) = self
+            .truth
+            .parsers
+            .get_or_insert_with(id, || Some(PacketParser::new(pcfg)))
+        else {
             return;
         };
-        let parser = parser.get_or_insert_with(|| PacketParser::new(pcfg));
-        let decoder = &mut self.truth.decoders[usize::from(id)];
+        let decoders = &mut self.truth.decoders;
         let memory = &mut *self.memory;
         let isync = l
             .done
@@ -209,7 +215,7 @@ impl<F: Take> Joiner<'_, '_, F> {
             ..
         } = l;
         let mut redone = false;
-        parser.feed(offset, data, |op| {
+        feed(parser, offset, data, |op| {
             let key = key_of(run, &op);
             match *mode {
                 Mode::Tail => {
@@ -226,14 +232,13 @@ impl<F: Take> Joiner<'_, '_, F> {
                 },
                 Mode::Full | Mode::Accepted => {}
             }
-            if decoder.is_none() {
-                if let Op::Packet(..) = op {
-                    if let Some(mem) = memory(id) {
-                        *decoder = Some(Decoder::new(cfg, mem));
-                    }
+            let d = match op {
+                Op::Packet(..) => {
+                    decoders.get_or_insert_with(id, || Some(Decoder::new(cfg, memory(id)?)))
                 }
-            }
-            if let Some(d) = decoder.as_mut() {
+                Op::Error(_) => decoders.get_mut(id),
+            };
+            if let Some(d) = d {
                 run_op(d, key, &op, serial, counts);
             }
         });
@@ -251,11 +256,11 @@ impl<F: Take> Joiner<'_, '_, F> {
     /// compared, and the timestamps corrected by the difference of the two
     /// bases, which each packet clears in the bits it carries.
     fn check(&mut self, l: &mut Lane) {
-        let id = usize::from(l.done.id);
+        let id = l.done.id;
         let Some(mut stitch) = l.done.stitch.take() else {
             return;
         };
-        let real = self.truth.parsers.get(id).and_then(Option::as_ref);
+        let real = self.truth.parsers.get(id);
         let same_items = l.mode == Mode::Tail
             && stitch.items.len() == l.tail.len() + 1
             && stitch.items[1..]
@@ -286,25 +291,33 @@ impl<F: Take> Joiner<'_, '_, F> {
         let joined = same_items
             && same_parser
             && exact
-            && match (l.done.decoder.as_mut(), self.truth.decoders[id].as_ref()) {
+            && match (l.done.decoder.as_mut(), self.truth.decoders.get(id)) {
                 (Some(part), Some(real)) => part.join(real),
                 _ => false,
             };
         if joined {
             if let Some(p) = real {
-                self.truth.adjust[id] =
-                    rebase(&self.truth.adjust[id], &p.stats(), &stitch.parser.stats());
+                let before = self.truth.adjust.get(id).copied().unwrap_or_default();
+                let adjust = rebase(&before, &p.stats(), &stitch.parser.stats());
+                self.truth.adjust.insert(id, adjust);
             }
             fix_timestamps(l, &stitch.items[1..], diff);
             let worker = std::mem::replace(&mut l.done.parser, stitch.parser);
-            self.truth.parsers[id] = Some(worker);
+            self.truth.parsers.insert(id, worker);
             // The worker's decoder goes on with the real one's code cache
             // (its own went back to the workers).
             let mut part = l.done.decoder.take();
-            if let (Some(p), Some(real)) = (part.as_mut(), self.truth.decoders[id].as_mut()) {
+            if let (Some(p), Some(real)) = (part.as_mut(), self.truth.decoders.get_mut(id)) {
                 p.set_cache(real.take_cache());
             }
-            self.truth.decoders[id] = part;
+            match part {
+                Some(p) => {
+                    self.truth.decoders.insert(id, p);
+                }
+                None => {
+                    self.truth.decoders.remove(id);
+                }
+            }
             l.mode = Mode::Accepted;
             return;
         }
@@ -312,7 +325,7 @@ impl<F: Take> Joiner<'_, '_, F> {
             self.redone(l.done.id);
         }
         l.mode = Mode::Full;
-        if let Some(d) = self.truth.decoders[id].as_mut() {
+        if let Some(d) = self.truth.decoders.get_mut(id) {
             for (key, op) in l.tail.drain(..) {
                 run_op(d, key, &op, &mut l.serial, &mut l.counts);
             }
@@ -331,15 +344,13 @@ impl<F: Take> Joiner<'_, '_, F> {
     /// Count and hand on the chunk's events in the order of the items that
     /// produced them, then the results of the parts that saw some of them
     /// (the chunk ends at offset `chunk_end`).
-    fn emit(&mut self, lanes: Vec<Lane>, chunk_end: u64) -> (Vec<EventBuf>, u64) {
+    fn emit(&mut self, lanes: PerId<Lane>, chunk_end: u64) -> (Vec<EventBuf>, u64) {
         let mut lists: Vec<Vec<(EventBuf, bool)>> = Vec::with_capacity(lanes.len());
         let mut parts = Vec::new();
         let mut spent = Vec::new();
         let mut total = 0u64;
-        for l in lanes {
-            let Some(counts) = self.sink.counts.get_mut(usize::from(l.done.id)) else {
-                continue;
-            };
+        for (_, l) in lanes.into_insertion_order() {
+            let counts = self.sink.counts_of(l.done.id);
             counts.add(&l.counts);
             total += l.counts.events;
             let mut list = vec![(l.serial, false)];
@@ -430,7 +441,7 @@ type Batch<'a> = (&'a [(u64, Event)], bool);
 /// Hand on the (counted) events of several sources in key order (each
 /// source's lists are in order already; those marked were seen by a part),
 /// a run of one source's at a time.
-fn deliver_in_order<F: Take>(lists: &[Vec<(EventBuf, bool)>], sink: &mut Sink<'_, F>) {
+fn deliver_in_order<F: Consumer + ?Sized>(lists: &[Vec<(EventBuf, bool)>], sink: &mut Sink<'_, F>) {
     let lists: Vec<Vec<Batch<'_>>> = lists
         .iter()
         .map(|b| {

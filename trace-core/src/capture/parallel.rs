@@ -7,14 +7,14 @@
 //! is found from the frames before), A-syncs of a raw stream. Worker
 //! threads deformat, parse and decode whole chunks (`chunk`): in each, a
 //! source's decoder starts at its first I-sync
-//! ([`Decoder::at_sync`](trace_core::decode::Decoder::at_sync)). The
+//! ([`Decoder::at_sync`](crate::decode::Decoder::at_sync)). The
 //! calling thread joins the chunks in order (`join`): for each source, the
 //! real parser and decoder (those of everything before) run the few
 //! packets up to that I-sync; the worker's parser and decoder then take
 //! over only if the real parser's state equals the worker's there (packet
 //! grammar position, address base; a timestamp base guessed wrong is
 //! corrected, with the timestamps that depend on it) and
-//! [`Decoder::join`](trace_core::decode::Decoder::join) accepts the
+//! [`Decoder::join`](crate::decode::Decoder::join) accepts the
 //! worker's decoder against the real one. Otherwise the real parser and
 //! decoder go on through the source's bytes of the chunk themselves.
 //! Either way the events are the ones a single pass emits, and the
@@ -34,18 +34,18 @@
 //!
 //! Handing every event to the calling thread costs about as much as
 //! decoding it; a consumer whose work can be split by chunk and combined
-//! in order does it on the workers instead ([`Parts`], see [`parts`]), and
+//! in order does it on the workers instead ([`Parts`]), and
 //! two threads then give about twice one thread's speed.
 //!
 //! A chunk's decoder cannot know the return stack of the trace before it:
-//! [`Decoder::join`](trace_core::decode::Decoder::join) refuses it when
+//! [`Decoder::join`](crate::decode::Decoder::join) refuses it when
 //! one of its returns popped an entry pushed before the chunk, and that
 //! source's share of the chunk is then decoded again on the calling
 //! thread. Once that has happened to a PTM source with a return stack,
-//! the workers warm its decoder up in every later chunk ([`WarmUp`]):
+//! the workers warm its decoder up in every later chunk ([`WarmUp`](super::WarmUp)):
 //! they decode the 8 KiB before the chunk from an I-sync there, dropping
 //! the events, so that the calls made in those bytes are on the stack when
-//! the share starts ([`Decoder::mark_share`](trace_core::decode::Decoder::mark_share));
+//! the share starts ([`Decoder::mark_share`](crate::decode::Decoder::mark_share));
 //! only a return to an older call still makes the share be redone. On the
 //! benchmark's capture of two sources (PTM with the return stack and
 //! ETMv3, 32 MiB), 682 of 1757 shares were redone without warm-ups and 2
@@ -55,99 +55,24 @@ mod caches;
 mod chunk;
 mod cuts;
 mod join;
-mod parse;
-pub mod parts;
+mod stitch;
 
-use super::{All, DecodeSummary, OnlyEvents, Sink, SourceCounts, Take};
-use crate::input::source::CaptureSpec;
-use crate::packets::{demux_for, ReadError};
+use super::consumer::{Consumer, Sink};
+use super::in_parts::decode_sequential_parts;
+use super::{CaptureError, DecodeOptions, DecodeSummary, ParallelStats, Parts, Plan};
+use crate::event::Event;
+use crate::frames::FrameMode;
+use crate::memory::MemoryImage;
+use crate::per_id::{PerId, TRACE_IDS};
 use caches::Caches;
-use chunk::{run_chunk, ChunkDone, Memories, Shared, IDS};
+use chunk::{run_chunk, ChunkDone, Memories, Shared};
 use cuts::{Layout, Reader, Window};
 use join::{Joiner, Truth};
-use parse::PacketParser;
-pub use parts::{Delivery, Part, Parts};
 use std::collections::{BTreeMap, VecDeque};
-use std::io;
+use std::io::Read;
 use std::sync::atomic::AtomicBool;
 use std::sync::{mpsc, Arc, Mutex};
-use trace_core::decode::DecoderConfig;
-use trace_core::event::Event;
-use trace_core::frames::FrameMode;
-use trace_core::memory::MemoryImage;
-
-/// How [`decode_capture_with`] spreads the work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DecodeOptions {
-    /// Decoding threads; 1 decodes on the calling thread only.
-    pub jobs: usize,
-    /// Captures smaller than this many bytes are decoded on the calling
-    /// thread.
-    pub min_parallel_bytes: u64,
-    /// The capture is cut into chunks of at most about this many bytes
-    /// (fewer when the trace gives many events per byte); on the calling
-    /// thread only, the results of [`Parts`] are handed on about this
-    /// often.
-    pub part_bytes: u64,
-    /// Chunks per thread in one window of work; two windows are handed
-    /// out ahead of the join.
-    pub parts_per_job: usize,
-    /// When a source with a return stack is warmed up (see the module
-    /// documentation).
-    pub warm_up: WarmUp,
-}
-
-/// When the workers warm up the return stack of a PTM source that keeps
-/// one, by decoding the bytes just before each chunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum WarmUp {
-    /// Once one of the source's shares had to be decoded again.
-    #[default]
-    Auto,
-    /// In every chunk.
-    Always,
-    /// Never.
-    Never,
-}
-
-impl Default for DecodeOptions {
-    /// All available threads, for captures of 4 MiB and more, in chunks
-    /// of up to 1 MiB. The environment variable `TRACE_CONVERT_JOBS=N`
-    /// sets the number of threads instead (1: one thread), for captures of
-    /// any size.
-    fn default() -> Self {
-        let threads = std::thread::available_parallelism().map_or(1, usize::from);
-        let chosen = std::env::var("TRACE_CONVERT_JOBS")
-            .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .filter(|&n| n > 0);
-        let (jobs, min_parallel_bytes) = match chosen {
-            Some(n) => (n, 0),
-            None => (threads, 4 << 20),
-        };
-        DecodeOptions {
-            jobs,
-            min_parallel_bytes,
-            part_bytes: 1 << 20,
-            parts_per_job: 1,
-            warm_up: WarmUp::Auto,
-        }
-    }
-}
-
-impl DecodeOptions {
-    /// The defaults with `jobs` threads (0: all available), for captures
-    /// of 4 MiB and more whatever the machine.
-    #[must_use]
-    pub fn with_jobs(jobs: usize) -> Self {
-        let mut o = DecodeOptions::default();
-        if jobs > 0 {
-            o.jobs = jobs;
-        }
-        o.min_parallel_bytes = 4 << 20;
-        o
-    }
-}
+use stitch::PacketParser;
 
 /// Events with the keys (item order) of the items that produced them.
 type EventBuf = Vec<(u64, Event)>;
@@ -162,92 +87,6 @@ const FIRST_CHUNK: u64 = 16 << 10;
 const MIN_CHUNK: u64 = 16 << 10;
 /// Raw input: how far past a nominal cut to look for an A-sync, at most.
 const MAX_SCAN: u64 = 64 << 10;
-
-/// Counters of a parallel decode.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ParallelStats {
-    /// Chunks the capture was cut into.
-    pub chunks: u64,
-    /// Sources' shares of chunks decoded on worker threads from their
-    /// first I-sync.
-    pub parts: u64,
-    /// Of those, shares whose start did not match the real state at the
-    /// join and were parsed and decoded again on the calling thread.
-    pub redone: u64,
-    /// Shares without an I-sync, parsed and decoded on the calling thread.
-    pub serial: u64,
-}
-
-/// [`super::decode_capture`] on `opts.jobs` threads: the same events, in
-/// the same order, handed to `each` on the calling thread.
-///
-/// # Errors
-///
-/// [`ReadError`] when the configuration is unusable, the capture cannot be
-/// read, or `each` fails.
-pub fn decode_capture_with(
-    spec: &CaptureSpec,
-    memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
-    opts: &DecodeOptions,
-    each: impl FnMut(&Event) -> io::Result<()>,
-) -> Result<DecodeSummary, ReadError> {
-    let size = spec.size();
-    // A range of a file (perf.data AUX data) is decoded on this thread.
-    if opts.jobs <= 1 || size < opts.min_parallel_bytes || spec.range.is_some() {
-        return super::decode_sequential(spec, memory, each);
-    }
-    decode_parallel(spec, memory, opts, each).map(|(s, _)| s)
-}
-
-/// [`decode_capture_with`] with work done on the worker threads: each
-/// source's events in each chunk a worker decodes go to a fresh part made
-/// by `parts` (see [`Parts`]), and `each` is handed the parts' results in
-/// the place of those events. On one thread (or a small capture), the
-/// calling thread decodes and feeds parts that keep no events itself,
-/// handing their results on about every `opts.part_bytes` of the capture;
-/// parts that keep events are not made then, and every event is handed on
-/// as [`Delivery::Event`] (the consumer does the part's work on it as
-/// fast).
-///
-/// # Errors
-///
-/// As [`decode_capture_with`].
-pub fn decode_capture_parts(
-    spec: &CaptureSpec,
-    memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
-    opts: &DecodeOptions,
-    parts: Arc<dyn Parts>,
-    each: impl FnMut(Delivery<'_>) -> io::Result<()>,
-) -> Result<DecodeSummary, ReadError> {
-    decode_to(spec, memory, opts, Some(parts), &mut All(each))
-}
-
-/// [`decode_capture_parts`] handing the deliveries to a [`Take`], which
-/// says whether the decode on the calling thread counts the events and
-/// hands them in slices; `parts` may be `None`.
-///
-/// # Errors
-///
-/// As [`decode_capture_with`].
-pub(crate) fn decode_to<T: Take>(
-    spec: &CaptureSpec,
-    memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
-    opts: &DecodeOptions,
-    parts: Option<Arc<dyn Parts>>,
-    each: &mut T,
-) -> Result<DecodeSummary, ReadError> {
-    let size = spec.size();
-    if opts.jobs <= 1 || size < opts.min_parallel_bytes || spec.range.is_some() {
-        return super::in_parts::decode_sequential_parts(
-            spec,
-            memory,
-            parts.as_deref(),
-            opts.part_bytes,
-            each,
-        );
-    }
-    decode_chunks(spec, memory, opts, parts, each).map(|(s, _)| s)
-}
 
 /// Spare event buffers shared with the workers: a chunk's events take
 /// megabytes, and fresh buffers would cost page faults on every chunk. The
@@ -317,7 +156,7 @@ struct Job {
     window: Arc<Window>,
     chunk: usize,
     memories: Memories,
-    seeds: Arc<Vec<Option<u64>>>,
+    seeds: Arc<PerId<u64>>,
     parts: Option<Arc<dyn Parts>>,
 }
 
@@ -365,107 +204,73 @@ struct Queued {
     chunk: usize,
 }
 
-/// [`decode_capture_with`] on worker threads whatever the capture size,
-/// also returning how the chunks went.
-///
-/// # Errors
-///
-/// As [`decode_capture_with`].
-pub fn decode_parallel(
-    spec: &CaptureSpec,
-    memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
-    opts: &DecodeOptions,
-    each: impl FnMut(&Event) -> io::Result<()>,
-) -> Result<(DecodeSummary, ParallelStats), ReadError> {
-    decode_chunks(spec, memory, opts, None, &mut OnlyEvents(each))
-}
-
-/// [`decode_capture_parts`] on worker threads whatever the capture size
-/// (`parts`: `None` hands on every event), also returning how the chunks
-/// went.
-///
-/// # Errors
-///
-/// As [`decode_capture_with`].
-pub fn decode_parallel_parts(
-    spec: &CaptureSpec,
-    memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
+/// Decode the capture read from `input` on `opts.jobs` threads (those of
+/// `pool` and the calling thread, when given), handing the deliveries to
+/// `each`; also returns how the chunks went.
+pub(crate) fn decode_chunks<R: Read, T: Consumer + ?Sized>(
+    plan: &Plan,
+    input: R,
     opts: &DecodeOptions,
     parts: Option<Arc<dyn Parts>>,
-    each: impl FnMut(Delivery<'_>) -> io::Result<()>,
-) -> Result<(DecodeSummary, ParallelStats), ReadError> {
-    decode_chunks(spec, memory, opts, parts, &mut All(each))
-}
-
-/// [`decode_parallel_parts`] handing its deliveries to `each`.
-fn decode_chunks<T: Take>(
-    spec: &CaptureSpec,
-    mut memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
-    opts: &DecodeOptions,
-    parts: Option<Arc<dyn Parts>>,
+    pool: Option<&rayon::ThreadPool>,
     each: &mut T,
-) -> Result<(DecodeSummary, ParallelStats), ReadError> {
-    let (layout, raw_id) = match spec.layout {
+) -> Result<(DecodeSummary, ParallelStats), CaptureError> {
+    let (layout, raw_id) = match plan.layout {
         // A range of a file (perf.data AUX data) and a TPIU stream are
         // decoded on this thread.
-        _ if spec.range.is_some() => (None, 0),
+        _ if plan.start.is_some() => (None, 0),
         FrameMode::Continuous => (None, 0),
         FrameMode::Raw { id } => (Some(Layout::Raw), id & 0x7F),
         FrameMode::Memory => (Some(Layout::Frames), 0),
     };
     let Some(layout) = layout else {
-        return super::in_parts::decode_sequential_parts(
-            spec,
-            memory,
-            parts.as_deref(),
-            opts.part_bytes,
-            each,
-        )
-        .map(|s| (s, ParallelStats::default()));
+        return decode_sequential_parts(plan, input, parts.as_deref(), opts.part_bytes, each)
+            .map(|s| (s, ParallelStats::default()));
     };
-    // Checks the configuration, and gives the sources parsed from the
-    // start, as one pass has them.
-    let demux = demux_for(spec)?;
-    let mut sources = vec![None; IDS];
-    for (id, slot) in (0u8..).zip(sources.iter_mut()) {
-        if let Some(src) = spec.source(id) {
-            let pcfg = src.config()?;
-            let cfg = DecoderConfig::new(id, &pcfg).with_etmccer(src.regs.etmccer);
-            *slot = Some((pcfg, cfg));
-        }
-    }
     let shared = Arc::new(Shared {
         layout,
         raw_id,
-        sources,
-        redone: (0..IDS).map(|_| AtomicBool::new(false)).collect(),
+        plan: plan.clone(),
+        redone: (0..TRACE_IDS).map(|_| AtomicBool::new(false)).collect(),
         warm_up: opts.warm_up,
     });
+    // The sources parsed from the start, as one pass has them.
     let mut truth = Truth::new();
-    for id in demux.ids() {
-        if let Some((pcfg, _)) = shared.source(id) {
-            truth.parsers[usize::from(id)] = Some(PacketParser::new(pcfg));
+    for id in plan.configured() {
+        if let Some(cfg) = plan.source(id) {
+            truth.parsers.insert(id, PacketParser::new(cfg.source));
         }
     }
-    drop(demux);
+    if let FrameMode::Raw { .. } = plan.layout {
+        if let Some(cfg) = plan.source(raw_id) {
+            truth
+                .parsers
+                .get_or_insert_with(raw_id, || Some(PacketParser::new(cfg.source)));
+        }
+    }
     // Memory images: the configured sources' now, other trace IDs' when
     // first met.
-    let mut images: Vec<Option<Arc<dyn MemoryImage>>> = vec![None; IDS];
-    for s in &spec.sources {
-        if let Some(slot) = images.get_mut(usize::from(s.id)) {
-            *slot = Some(memory(&s.name));
-        }
+    let mut images: PerId<Arc<dyn MemoryImage>> = PerId::new();
+    for id in plan.configured() {
+        images.insert(id, plan.image(id));
     }
     let mut memories: Memories = Arc::new(images.clone());
 
-    let jobs = opts.jobs.max(1);
     // The calling thread decodes chunks too while it waits for the next
     // one to join: one thread fewer in the pool.
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.saturating_sub(1).max(1))
-        .thread_name(|i| format!("decode-{i}"))
-        .build()
-        .map_err(|e| ReadError::Output(io::Error::other(e)))?;
+    let own_pool;
+    let (pool, jobs) = match pool {
+        Some(p) => (p, p.current_num_threads() + 1),
+        None => {
+            let jobs = opts.jobs.max(1);
+            own_pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(jobs.saturating_sub(1).max(1))
+                .thread_name(|i| format!("decode-{i}"))
+                .build()
+                .map_err(|e| CaptureError::Threads(e.to_string()))?;
+            (&own_pool, jobs)
+        }
+    };
     let per_window = jobs * opts.parts_per_job.max(1);
     // A buffer for every chunk in flight (two windows) and two more.
     let buffers = 2 * per_window + 2;
@@ -495,11 +300,7 @@ fn decode_chunks<T: Take>(
     let mut seen_bytes = 0u64;
     let mut densest = (0u64, 1u64);
 
-    let file = spec.open().map_err(|source| ReadError::Io {
-        path: spec.path.clone(),
-        source,
-    })?;
-    let mut reader = Reader::new(file, layout);
+    let mut reader = Reader::new(input, layout);
     let todo = Arc::new(Todo::default());
     let (tx, rx) = mpsc::channel::<(u64, Option<ChunkDone>)>();
     let mut queue: VecDeque<Queued> = VecDeque::new();
@@ -507,12 +308,8 @@ fn decode_chunks<T: Take>(
     let mut next_seq = 0u64;
     let mut eof = false;
     let mut stats = ParallelStats::default();
-    let mut sink = Sink {
-        counts: Box::new([SourceCounts::default(); 256]),
-        failure: None,
-        each,
-    };
-    let failed = || ReadError::Output(io::Error::other("a decoding thread failed"));
+    let mut sink = Sink::new(each);
+    let failed = || CaptureError::ThreadFailed;
     loop {
         // Keep up to two windows of chunks with the workers.
         while !eof && queue.len() + per_window <= 2 * per_window {
@@ -520,29 +317,22 @@ fn decode_chunks<T: Take>(
             let scan = usize::try_from((chunk_bytes / 2).min(MAX_SCAN)).unwrap_or(0);
             let window = reader
                 .next_window(chunk, per_window, scan)
-                .map_err(|source| ReadError::Io {
-                    path: spec.path.clone(),
-                    source,
-                })?;
+                .map_err(CaptureError::Read)?;
             let Some(window) = window else {
                 eof = true;
                 break;
             };
-            if images.iter().filter(|m| m.is_some()).count()
-                != memories.iter().filter(|m| m.is_some()).count()
-            {
+            if images.len() != memories.len() {
                 memories = Arc::new(images.clone());
             }
             let window = Arc::new(window);
             // The timestamp bases known now: chunks' parsers start from
             // them (their stitch checks whether that was right).
-            let seeds: Arc<Vec<Option<u64>>> = Arc::new(
-                truth
-                    .parsers
-                    .iter()
-                    .map(|p| p.as_ref().map(PacketParser::timestamp))
-                    .collect(),
-            );
+            let mut seeds = PerId::new();
+            for (id, p) in truth.parsers.iter() {
+                seeds.insert(id, p.timestamp());
+            }
+            let seeds = Arc::new(seeds);
             for chunk in 0..window.chunks.len() {
                 let job = Job {
                     seq: next_seq,
@@ -597,11 +387,10 @@ fn decode_chunks<T: Take>(
         let done = done.ok_or_else(failed)?;
         let mut take = || spare.take();
         let mut image_of = |id: u8| -> Option<Arc<dyn MemoryImage>> {
-            let slot = images.get_mut(usize::from(id))?;
-            if slot.is_none() {
-                *slot = Some(memory(&spec.source(id)?.name));
-            }
-            slot.clone()
+            plan.source(id)?;
+            images
+                .get_or_insert_with(id, || Some(plan.image(id)))
+                .cloned()
         };
         let (spent, events) = Joiner {
             shared: &shared,
@@ -614,7 +403,7 @@ fn decode_chunks<T: Take>(
         .join(&q.window, q.chunk, done);
         spare.give(spent);
         if let Some(e) = sink.failure.take() {
-            return Err(ReadError::Output(e));
+            return Err(CaptureError::Consumer(e));
         }
         // Chunks are sized by the densest chunk so far (events per byte),
         // so that a capture whose parts differ (one protocol here, another
@@ -638,36 +427,40 @@ fn decode_chunks<T: Take>(
 
     // The end of the capture, as one pass ends it: parser errors, then
     // the decoders' last events, in trace ID order.
-    for (p, d) in truth.parsers.iter_mut().zip(truth.decoders.iter_mut()) {
-        let op = p.as_mut().and_then(PacketParser::finish);
-        if let (Some(op), Some(d)) = (op, d.as_mut()) {
+    let Truth {
+        parsers, decoders, ..
+    } = &mut truth;
+    for (id, p) in parsers.iter_mut() {
+        let op = stitch::finish(p);
+        if let (Some(op), Some(d)) = (op, decoders.get_mut(id)) {
             chunk::feed_op(d, &op, &mut |e| sink.on(&e));
         }
     }
-    finish(&mut truth, &mut sink)?;
-    let counts = &sink.counts;
+    // The decoders' last events, as one pass ends.
+    for (_, d) in decoders.iter_mut() {
+        d.finish(&mut |e| sink.on(&e));
+    }
+    sink.end();
+    if let Some(e) = sink.failure.take() {
+        return Err(CaptureError::Consumer(e));
+    }
     let summary = DecodeSummary {
-        sources: (0u8..)
-            .zip(&truth.decoders)
-            .filter(|(_, d)| d.is_some())
-            .map(|(id, _)| (id, counts[usize::from(id)]))
-            .collect(),
-        parsed: (0u8..)
-            .take(IDS)
+        sources: if T::COUNTS {
+            decoders
+                .ids()
+                .into_iter()
+                .map(|id| (id, *sink.counts_of(id)))
+                .collect()
+        } else {
+            Vec::new()
+        },
+        parsed: truth
+            .parsers
+            .ids()
+            .into_iter()
             .filter_map(|id| truth.stats(id).map(|s| (id, s)))
             .collect(),
         bytes: reader.read,
     };
     Ok((summary, stats))
-}
-
-/// Hand on the decoders' last events, as one pass ends.
-fn finish<F: Take>(truth: &mut Truth, sink: &mut Sink<'_, F>) -> Result<(), ReadError> {
-    for d in truth.decoders.iter_mut().flatten() {
-        d.finish(&mut |e| sink.on(&e));
-    }
-    match sink.failure.take() {
-        Some(e) => Err(ReadError::Output(e)),
-        None => Ok(()),
-    }
 }

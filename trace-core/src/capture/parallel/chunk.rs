@@ -24,20 +24,17 @@
 
 use super::caches::Caches;
 use super::cuts::{Layout, Window};
-use super::parse::{timestamp_of, Op, PacketParser};
-use super::parts::{Part, Parts};
-use super::{EventBuf, WarmUp};
-use crate::decode::SourceCounts;
+use super::stitch::{feed, timestamp_of, Op, PacketParser};
+use super::EventBuf;
+use crate::capture::{Part, Parts, Plan, SourceCounts, WarmUp};
+use crate::decode::{Decoder, DecoderConfig, SyncPoints};
+use crate::demux::SourceConfig;
+use crate::event::Event;
+use crate::frames::{Deformatter, FrameEvent, Run};
+use crate::memory::MemoryImage;
+use crate::per_id::PerId;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use trace_core::decode::{Decoder, DecoderConfig, SyncPoints};
-use trace_core::demux::SourceConfig;
-use trace_core::event::Event;
-use trace_core::frames::{Deformatter, FrameEvent, Run};
-use trace_core::memory::MemoryImage;
-
-/// Number of trace IDs.
-pub(super) const IDS: usize = 128;
 
 /// Raw input: bytes fed at a time while looking for the first I-sync (the
 /// real parser re-reads them at the join), and afterwards.
@@ -49,9 +46,8 @@ pub(super) struct Shared {
     pub(super) layout: Layout,
     /// Raw input: the trace ID of its one source.
     pub(super) raw_id: u8,
-    /// Per trace ID: the packet and decoder configurations of the source
-    /// it would have (configured, or any ID's template).
-    pub(super) sources: Vec<Option<(SourceConfig, DecoderConfig)>>,
+    /// The sources (configured, or any ID's template).
+    pub(super) plan: Plan,
     /// Per trace ID: a share was decoded again because the worker's
     /// decoder could not take over. From then on, a source with a return
     /// stack is warmed up in every chunk (a return to a call made before
@@ -63,8 +59,9 @@ pub(super) struct Shared {
 }
 
 impl Shared {
+    /// The packet and decoder configurations of trace ID `id`'s source.
     pub(super) fn source(&self, id: u8) -> Option<(SourceConfig, DecoderConfig)> {
-        self.sources.get(usize::from(id)).copied().flatten()
+        self.plan.source(id).map(|c| (c.source, c))
     }
 
     /// Whether source `id` is warmed up: it keeps a return stack and, by
@@ -88,7 +85,7 @@ pub(super) struct Work<'a> {
     /// Memory images per trace ID, as known when the chunk was handed out.
     pub(super) memories: &'a Memories,
     /// Per trace ID, the timestamp base its parser starts from.
-    pub(super) seeds: &'a [Option<u64>],
+    pub(super) seeds: &'a PerId<u64>,
     /// Code caches from earlier chunks.
     pub(super) caches: &'a Caches,
     /// Makes the parts the events go to, if any.
@@ -96,7 +93,7 @@ pub(super) struct Work<'a> {
 }
 
 /// Memory images per trace ID, as known when the chunk was handed out.
-pub(super) type Memories = Arc<Vec<Option<Arc<dyn MemoryImage>>>>;
+pub(super) type Memories = Arc<PerId<Arc<dyn MemoryImage>>>;
 
 /// Where a chunk's decoder of one source takes over.
 pub(super) struct Stitch {
@@ -277,7 +274,7 @@ impl Lane {
             ..
         } = self;
         if let (Phase::Decode, Some(d)) = (*phase, decoder.as_mut()) {
-            parser.feed(offset, data, |op| {
+            feed(parser, offset, data, |op| {
                 if let (Some((_, bits)), Op::Packet(o, _)) = (timestamp_of(&op), op) {
                     stamps.push((o, bits));
                 }
@@ -285,7 +282,7 @@ impl Lane {
             });
             return;
         }
-        parser.feed(offset, data, |op| {
+        feed(parser, offset, data, |op| {
             let key = key_of(run, &op);
             match (*phase, decoder.as_mut()) {
                 (Phase::Seek, Some(d)) => {
@@ -346,7 +343,7 @@ impl Lane {
             decoder,
             ..
         } = self;
-        parser.feed(offset, data, |op| {
+        feed(parser, offset, data, |op| {
             let sync = match &op {
                 Op::Packet(_, p) => points.observe(p),
                 Op::Error(_) => None,
@@ -387,6 +384,15 @@ impl Lane {
     }
 }
 
+/// The lane of source `id`, made by `make` when it has none yet.
+fn lane<'l>(
+    lanes: &'l mut PerId<Lane>,
+    id: u8,
+    make: &mut impl FnMut(u8) -> Option<Lane>,
+) -> Option<&'l mut Lane> {
+    lanes.get_or_insert_with(id, || make(id))
+}
+
 /// Work one chunk of `window` from fresh state.
 pub(super) fn run_chunk(
     work: &Work<'_>,
@@ -404,27 +410,22 @@ pub(super) fn run_chunk(
     let range = window.chunks.get(chunk).cloned().unwrap_or(0..0);
     let start = window.base + range.start as u64;
     let bytes = window.bytes.get(range.clone()).unwrap_or(&[]);
-    let mut slot = [usize::MAX; IDS];
-    let mut lanes: Vec<Lane> = Vec::new();
-    let mut lane = |id: u8, lanes: &mut Vec<Lane>| -> Option<usize> {
-        let i = *slot.get(usize::from(id))?;
-        if i != usize::MAX {
-            return Some(i);
-        }
+    let mut lanes: PerId<Lane> = PerId::new();
+    let mut make = |id: u8| -> Option<Lane> {
         let (pcfg, cfg) = shared.source(id)?;
         let mut events = spare();
         events.clear();
         let mut parser = PacketParser::new(pcfg);
-        if let Some(ts) = seeds.get(usize::from(id)).copied().flatten() {
+        if let Some(&ts) = seeds.get(id) {
             parser.set_timestamp(ts);
         }
-        lanes.push(Lane {
+        Some(Lane {
             id,
             parser,
             phase: Phase::Seek,
             points: SyncPoints::new(&cfg),
             cfg,
-            memory: memories.get(usize::from(id)).cloned().flatten(),
+            memory: memories.get(id).cloned(),
             decoder: None,
             found: Vec::new(),
             stitch: None,
@@ -440,9 +441,7 @@ pub(super) fn run_chunk(
             counts: SourceCounts::default(),
             runs: Vec::new(),
             in_chunk: false,
-        });
-        slot[usize::from(id)] = lanes.len() - 1;
-        Some(lanes.len() - 1)
+        })
     };
     // Sources with a return stack first decode the bytes before the chunk.
     if (0..=u8::MAX).any(|id| shared.warms(id)) {
@@ -450,8 +449,8 @@ pub(super) fn run_chunk(
         match shared.layout {
             Layout::Raw => {
                 if shared.warms(shared.raw_id) {
-                    if let Some(i) = lane(shared.raw_id, &mut lanes) {
-                        lanes[i].warm_piece(warm.offset, &warm.bytes, caches);
+                    if let Some(l) = lane(&mut lanes, shared.raw_id, &mut make) {
+                        l.warm_piece(warm.offset, &warm.bytes, caches);
                     }
                 }
             }
@@ -460,8 +459,8 @@ pub(super) fn run_chunk(
                 for ev in d.feed(&warm.bytes) {
                     if let FrameEvent::Data(run) = ev {
                         if shared.warms(run.id) {
-                            if let Some(i) = lane(run.id, &mut lanes) {
-                                lanes[i].warm_piece(run.offset, run.data(), caches);
+                            if let Some(l) = lane(&mut lanes, run.id, &mut make) {
+                                l.warm_piece(run.offset, run.data(), caches);
                             }
                         }
                     }
@@ -472,8 +471,7 @@ pub(super) fn run_chunk(
     let mut id_at_start = None;
     match shared.layout {
         Layout::Raw => {
-            if let Some(i) = lane(shared.raw_id, &mut lanes) {
-                let l = &mut lanes[i];
+            if let Some(l) = lane(&mut lanes, shared.raw_id, &mut make) {
                 let mut at = 0usize;
                 while at < bytes.len() {
                     let n = if l.phase == Phase::Decode {
@@ -494,8 +492,7 @@ pub(super) fn run_chunk(
             let mut run_no = 0u64;
             for ev in d.feed(bytes) {
                 if let FrameEvent::Data(run) = ev {
-                    if let Some(i) = lane(run.id, &mut lanes) {
-                        let l = &mut lanes[i];
+                    if let Some(l) = lane(&mut lanes, run.id, &mut make) {
                         if l.phase != Phase::Decode {
                             l.runs.push((run_no, run));
                         }
@@ -509,8 +506,8 @@ pub(super) fn run_chunk(
     ChunkDone {
         id_at_start,
         lanes: lanes
-            .into_iter()
-            .filter_map(|l| {
+            .into_insertion_order()
+            .filter_map(|(_, l)| {
                 let in_chunk = l.in_chunk;
                 let done = l.done(caches);
                 in_chunk.then_some(done)

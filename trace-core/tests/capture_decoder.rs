@@ -1,0 +1,165 @@
+//! The capture builder's ways in agree: TC2's formatted capture (three
+//! ETMv3.5 sources and a PTM, configured from the snapshot's device files)
+//! decoded into a consumer on one thread and on two, and pulled as an
+//! iterator, from a byte slice and from the file, gives the same events in
+//! the same order and the same counters; every byte of the file is read.
+
+#![cfg(feature = "parallel")]
+
+use std::sync::Arc;
+use trace_core::capture::{each_event, CaptureDecoder, DecodeOptions, DecodeSummary};
+use trace_core::event::{Event, EventKind};
+use trace_core::frames::FrameMode;
+use trace_core::memory::{MemoryImage, MemoryMap, Space};
+use trace_core::source::{Protocol, Regs};
+
+/// TC2's sources, as its `device_*.ini` files list them.
+const SOURCES: [(u8, Protocol, Regs); 4] = [
+    (0x10, Protocol::Etmv3, ETM),
+    (0x11, Protocol::Etmv3, ETM),
+    (0x12, Protocol::Etmv3, ETM),
+    (0x13, Protocol::Ptm, PTM),
+];
+const ETM: Regs = Regs {
+    etmcr: 0x1000_1860,
+    etmccer: 0x3440_08F2,
+    etmidr: 0x410C_F250,
+};
+const PTM: Regs = Regs {
+    etmcr: 0x1000_1000,
+    etmccer: 0x34C0_1AC2,
+    etmidr: 0x411C_F312,
+};
+
+fn decoder(memory: &Arc<dyn MemoryImage>, options: DecodeOptions) -> CaptureDecoder {
+    let mut b = CaptureDecoder::builder(FrameMode::Memory).options(options);
+    for (id, protocol, regs) in SOURCES {
+        let cfg = regs.decoder_config(protocol, id).expect("TC2 registers");
+        b = b.source(cfg).memory(id, Arc::clone(memory));
+    }
+    b.build()
+}
+
+fn run(d: &mut CaptureDecoder, input: impl std::io::Read) -> (Vec<Event>, DecodeSummary) {
+    let mut events = Vec::new();
+    let summary = d
+        .run(
+            input,
+            &mut each_event(|e| {
+                events.push(*e);
+                Ok(())
+            }),
+        )
+        .expect("decodes");
+    (events, summary)
+}
+
+#[test]
+fn every_way_in_gives_the_same_events() {
+    let Some(dir) = test_support::opencsd_dir() else {
+        return;
+    };
+    let dir = dir.join("TC2");
+    let capture = std::fs::read(dir.join("cstrace.bin")).expect("capture");
+    // The cores' code, where cpu_*.ini puts it.
+    let mut map = MemoryMap::new();
+    map.add_file(
+        &dir.join("kernel_dump.bin"),
+        0xC000_8000,
+        Space::Any,
+        0,
+        Some(0x5_0000),
+    )
+    .expect("kernel dump");
+    let memory: Arc<dyn MemoryImage> = Arc::new(map);
+
+    let (want, want_summary) = run(
+        &mut decoder(&memory, DecodeOptions::with_jobs(1)),
+        &capture[..],
+    );
+    assert_eq!(want_summary.bytes, capture.len() as u64);
+    let ids: Vec<u8> = want_summary.sources.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, [0x10, 0x11, 0x12, 0x13]);
+    assert!(want_summary.sources.iter().all(|(_, c)| c.instructions > 0));
+    let ranges = want
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Range(_)))
+        .count() as u64;
+    assert_eq!(
+        want_summary
+            .sources
+            .iter()
+            .map(|(_, c)| c.ranges)
+            .sum::<u64>(),
+        ranges
+    );
+
+    // Two threads, chunks of 1 KiB, whatever the size; from the file.
+    let mut two = decoder(
+        &memory,
+        DecodeOptions {
+            part_bytes: 1024,
+            ..DecodeOptions::chosen_jobs(2)
+        },
+    );
+    let file = std::fs::File::open(dir.join("cstrace.bin")).expect("open");
+    let (got, summary) = run(&mut two, file);
+    assert!(
+        two.parallel_stats().chunks > 1,
+        "{:?}",
+        two.parallel_stats()
+    );
+    assert!(got == want, "the parallel decode's events differ");
+    assert_eq!(summary, want_summary);
+
+    // A pool of the caller's.
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("pool"),
+    );
+    let mut pooled = CaptureDecoder::builder(FrameMode::Memory);
+    for (id, protocol, regs) in SOURCES {
+        let cfg = regs.decoder_config(protocol, id).expect("TC2 registers");
+        pooled = pooled.source(cfg).memory(id, Arc::clone(&memory));
+    }
+    let mut pooled = pooled
+        .options(DecodeOptions {
+            part_bytes: 4096,
+            ..DecodeOptions::chosen_jobs(8)
+        })
+        .thread_pool(pool)
+        .build();
+    let (got, summary) = run(&mut pooled, &capture[..]);
+    assert!(pooled.parallel_stats().chunks > 1);
+    assert!(got == want, "the caller's pool's events differ");
+    assert_eq!(summary, want_summary);
+
+    // Pulled.
+    let mut pulled = decoder(&memory, DecodeOptions::default()).events(&capture[..]);
+    let got: Vec<Event> = pulled.by_ref().map(|e| e.expect("decodes")).collect();
+    assert!(got == want, "the pulled events differ");
+    assert_eq!(pulled.summary(), want_summary);
+}
+
+#[test]
+fn a_read_error_is_reported() {
+    struct Broken;
+    impl std::io::Read for Broken {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other("unplugged"))
+        }
+    }
+    let memory: Arc<dyn MemoryImage> = Arc::new(MemoryMap::new());
+    for options in [DecodeOptions::with_jobs(1), DecodeOptions::chosen_jobs(2)] {
+        let mut d = decoder(&memory, options);
+        let err = d
+            .run(Broken, &mut each_event(|_| Ok(())))
+            .expect_err("a read error");
+        assert!(err.to_string().contains("unplugged"), "{err}");
+    }
+    let mut pulled = decoder(&memory, DecodeOptions::default()).events(Broken);
+    assert!(matches!(pulled.next(), Some(Err(_))));
+    assert!(pulled.next().is_none());
+}
