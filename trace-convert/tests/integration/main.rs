@@ -33,6 +33,7 @@ mod formats_lcov;
 mod formats_perfetto;
 mod fuzz_smoke;
 mod help_examples;
+mod help_groups;
 mod inline_scopes;
 mod inline_stacks;
 mod kallsyms_names;

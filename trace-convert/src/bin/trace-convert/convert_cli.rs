@@ -40,16 +40,16 @@ pub struct ConvertArgs {
     source: SourceArgs,
     /// An ELF file: code for decoding, symbols and DWARF lines for the
     /// outputs (repeatable). Example: --elf app.elf
-    #[arg(long = "elf", value_name = "FILE")]
+    #[arg(help_heading = "Code and symbols", long = "elf", value_name = "FILE")]
     elf: Vec<PathBuf>,
     /// A raw binary and its load address (repeatable). Example:
     /// --mem code.bin@0x80000000
-    #[arg(long = "mem", value_name = "FILE@ADDRESS")]
+    #[arg(help_heading = "Code and symbols", long = "mem", value_name = "FILE@ADDRESS")]
     mem: Vec<MemArg>,
     /// Function names from a kernel symbol list, /proc/kallsyms or
     /// System.map (`ADDRESS TYPE NAME [MODULE]`), for code without an ELF
     /// file (repeatable). Example: --kallsyms System.map
-    #[arg(long = "kallsyms", value_name = "FILE")]
+    #[arg(help_heading = "Code and symbols", long = "kallsyms", value_name = "FILE")]
     kallsyms: Vec<PathBuf>,
     #[command(flatten)]
     outputs: OutputArgs,
@@ -57,51 +57,51 @@ pub struct ConvertArgs {
     window: crate::window_cli::WindowArgs,
     /// Convert events saved by --save-events instead of decoding a
     /// capture. Example: --from-events run.events --folded app.folded
-    #[arg(long, value_name = "FILE", conflicts_with = "path")]
+    #[arg(help_heading = "Input", long, value_name = "FILE", conflicts_with = "path")]
     from_events: Option<PathBuf>,
     /// With --from-events: go on (with a warning) when an --elf or --mem
     /// file is not one the events were decoded with. Without it such a
     /// file is refused, as its names and lines would describe another
     /// program.
-    #[arg(long, requires = "from_events")]
+    #[arg(help_heading = "Input", long, requires = "from_events")]
     ignore_image_mismatch: bool,
     /// LCOV: also report every conditional instruction that is not a
     /// branch as a two-way branch (passed, failed). Only ETMv3 traces their
     /// outcome (one atom per instruction); under PTM they are left out.
     /// Example: --lcov app.info --lcov-conditionals
-    #[arg(long)]
+    #[arg(help_heading = "Outputs", long)]
     lcov_conditionals: bool,
     /// Weight of folded stacks: instructions, or cycles (cycle-accurate
     /// trace). Example: --folded-weight cycles
-    #[arg(long, value_enum, default_value_t = WeightArg::Instructions)]
+    #[arg(help_heading = "Outputs", long, value_enum, default_value_t = WeightArg::Instructions)]
     folded_weight: WeightArg,
     /// The time axis: auto picks cycles for cycle-accurate trace, else
     /// timestamps, else instruction count. Example: --clock instructions
-    #[arg(long, value_enum, default_value_t = ClockArg::Auto)]
+    #[arg(help_heading = "Time and windows", long, value_enum, default_value_t = ClockArg::Auto)]
     clock: ClockArg,
     /// Processor clock in Hz, to show cycle counts as time (default: one
     /// cycle shown as 1 ns). Example: --cpu-hz 1.2e9
-    #[arg(long, value_name = "HZ", value_parser = parse_hz)]
+    #[arg(help_heading = "Time and windows", long, value_name = "HZ", value_parser = parse_hz)]
     cpu_hz: Option<f64>,
     /// Timestamp counter frequency in Hz (default: one tick shown as
     /// 1 ns). Example: --timestamp-hz 100e6
-    #[arg(long, value_name = "HZ", value_parser = parse_hz)]
+    #[arg(help_heading = "Time and windows", long, value_name = "HZ", value_parser = parse_hz)]
     timestamp_hz: Option<f64>,
     /// Deepest call stack kept; deeper calls are counted and dropped.
     /// Example: --max-depth 256
-    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = parse_depth)]
+    #[arg(help_heading = "Outputs", long, value_name = "N", default_value_t = 1024, value_parser = parse_depth)]
     max_depth: usize,
     /// Show no inlined functions: by default code that DWARF says was
     /// inlined gets frames of its own (the inlined function above the one
     /// it was inlined into) in the Chrome, Perfetto and folded outputs.
     /// Example: --no-inline
-    #[arg(long)]
+    #[arg(help_heading = "Code and symbols", long)]
     no_inline: bool,
     /// Keep function names as the ELF files spell them: by default C++
     /// and Rust mangled names are demangled (`_ZN4demo8crc_taskEv` is
     /// shown as `demo::crc_task()`).
     /// Example: --no-demangle
-    #[arg(long)]
+    #[arg(help_heading = "Code and symbols", long)]
     no_demangle: bool,
     /// No progress bar.
     #[arg(long)]

@@ -120,21 +120,21 @@ struct DecodeArgs {
     #[command(flatten)]
     input: InputArgs,
     /// An ELF file whose loadable segments hold code (repeatable).
-    #[arg(long = "elf", value_name = "FILE")]
+    #[arg(help_heading = "Code and symbols", long = "elf", value_name = "FILE")]
     elf: Vec<PathBuf>,
     /// A raw binary and its load address, FILE@ADDRESS (repeatable).
-    #[arg(long = "mem", value_name = "FILE@ADDRESS")]
+    #[arg(help_heading = "Code and symbols", long = "mem", value_name = "FILE@ADDRESS")]
     mem: Vec<trace_convert::decode::MemArg>,
     /// List every instruction with its disassembly instead of ranges.
-    #[arg(long)]
+    #[arg(help_heading = "Listing", long)]
     instructions: bool,
     /// Listing format: readable text, one JSON object per line, or none
     /// (decode everything and print only the per-ID summary).
-    #[arg(long, value_enum, default_value_t = DecodeFormatArg::Text)]
+    #[arg(help_heading = "Listing", long, value_enum, default_value_t = DecodeFormatArg::Text)]
     format: DecodeFormatArg,
     /// Write the listing to FILE instead of standard output (`-`: standard
     /// output). The file appears only when the listing is complete.
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(help_heading = "Listing", short, long, value_name = "FILE")]
     output: Option<PathBuf>,
 }
 
@@ -155,11 +155,11 @@ struct PacketsArgs {
     #[command(flatten)]
     input: InputArgs,
     /// Listing format: readable text, or one JSON object per line.
-    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    #[arg(help_heading = "Listing", long, value_enum, default_value_t = FormatArg::Text)]
     format: FormatArg,
     /// Write the listing to FILE instead of standard output (`-`: standard
     /// output). The file appears only when the listing is complete.
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(help_heading = "Listing", short, long, value_name = "FILE")]
     output: Option<PathBuf>,
 }
 
@@ -204,54 +204,54 @@ struct InputArgs {
 #[derive(Debug, Args)]
 struct SourceArgs {
     /// Protocol of a capture file (required without a snapshot).
-    #[arg(long, value_enum)]
+    #[arg(help_heading = "Input", long, value_enum)]
     protocol: Option<ProtocolArg>,
     /// Layout of a capture file.
-    #[arg(long, value_enum, default_value_t = LayoutArg::Raw)]
+    #[arg(help_heading = "Input", long, value_enum, default_value_t = LayoutArg::Raw)]
     layout: LayoutArg,
     /// Trace ID: reported for a raw capture, or the IDs decoded
     /// (repeatable).
-    #[arg(long, value_name = "ID", value_parser = parse_u8)]
+    #[arg(help_heading = "Input", long, value_name = "ID", value_parser = parse_u8)]
     trace_id: Vec<u8>,
     /// ETMCR register value, e.g. 0x10001000.
-    #[arg(long, value_name = "VALUE", value_parser = parse_u32)]
+    #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long, value_name = "VALUE", value_parser = parse_u32)]
     etmcr: Option<u32>,
     /// ETMCCER register value.
-    #[arg(long, value_name = "VALUE", value_parser = parse_u32)]
+    #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long, value_name = "VALUE", value_parser = parse_u32)]
     etmccer: Option<u32>,
     /// ETMIDR register value (architecture version and options).
-    #[arg(long, value_name = "VALUE", value_parser = parse_u32)]
+    #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long, value_name = "VALUE", value_parser = parse_u32)]
     etmidr: Option<u32>,
     /// Cycle-accurate trace (ETMCR bit 12).
-    #[arg(long)]
+    #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long)]
     cycle_accurate: bool,
     /// Context ID size in bytes (ETMCR bits 15:14).
-    #[arg(long, value_name = "N", value_parser = ["0", "1", "2", "4"])]
+    #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long, value_name = "N", value_parser = ["0", "1", "2", "4"])]
     context_id_bytes: Option<String>,
     /// Timestamps enabled (ETMCR bit 28).
-    #[arg(long)]
+    #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long)]
     timestamps: bool,
     /// Timestamp size in bits (ETMCCER bit 29).
-    #[arg(long, value_name = "BITS", value_parser = ["48", "64"])]
+    #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long, value_name = "BITS", value_parser = ["48", "64"])]
     timestamp_bits: Option<String>,
     /// VMID tracing enabled (ETMCR bit 30).
-    #[arg(long)]
+    #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long)]
     vmid: bool,
     /// PTM return stack enabled (ETMCR bit 29).
-    #[arg(long)]
+    #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long)]
     return_stack: bool,
     /// Branch broadcast: every branch traced with its address (ETMCR bit 8).
-    #[arg(long)]
+    #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long)]
     branch_broadcast: bool,
     /// ETMv3 minor version, 3.0 to 3.5 (ETMIDR bits 7:4).
-    #[arg(long, value_name = "VERSION", value_parser = ["3.0", "3.1", "3.2", "3.3", "3.4", "3.5"])]
+    #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long, value_name = "VERSION", value_parser = ["3.0", "3.1", "3.2", "3.3", "3.4", "3.5"])]
     etm_version: Option<String>,
     /// ETMv3.4+ alternative branch address encoding (ETMIDR bit 20).
-    #[arg(long)]
+    #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long)]
     alt_branch: bool,
     /// perf.data input: the directory under which the recorded files are
     /// found by their absolute path (as `perf report --symfs`).
-    #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = "Input", long, value_name = "DIR")]
     symfs: Option<PathBuf>,
 }
 

@@ -124,6 +124,7 @@ impl clap::Args for OutputArgs {
                     .long(f.flag)
                     .value_name("FILE")
                     .value_parser(clap::value_parser!(PathBuf))
+                    .help_heading("Outputs")
                     .help(f.help),
             )
         });
@@ -132,6 +133,7 @@ impl clap::Args for OutputArgs {
                 .long("out-dir")
                 .value_name("DIR")
                 .value_parser(clap::value_parser!(PathBuf))
+                .help_heading("Outputs")
                 .help(out_dir_help()),
         )
     }

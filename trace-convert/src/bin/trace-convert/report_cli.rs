@@ -19,19 +19,19 @@ pub struct ReportArgs {
     convert: ConvertArgs,
     /// Inlined functions (DWARF) get rows of their own; without it their
     /// code counts for the function it was inlined into.
-    #[arg(long)]
+    #[arg(help_heading = "Report", long)]
     inline: bool,
     /// The report's form: aligned text, CSV with a header, or a JSON array
     /// (schema in docs/report.md).
-    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    #[arg(help_heading = "Report", long, value_enum, default_value_t = FormatArg::Text)]
     format: FormatArg,
     /// The order of the rows: self instructions, total instructions or
     /// calls (most first), or name.
-    #[arg(long, value_enum, default_value_t = SortArg::SelfCount)]
+    #[arg(help_heading = "Report", long, value_enum, default_value_t = SortArg::SelfCount)]
     sort: SortArg,
     /// Write the report to FILE instead of standard output (`-`: standard
     /// output). The file appears only when the report is complete.
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(help_heading = "Report", short, long, value_name = "FILE")]
     output: Option<PathBuf>,
 }
 

@@ -12,15 +12,15 @@ pub struct WindowArgs {
     /// Leave out the events before TIME, on the run's clock from the start
     /// of the trace: 10us, 2ms, 1.5s, 250ns, 5000cycles, 12000instr,
     /// 300ticks. Example: --since 2ms
-    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    #[arg(help_heading = "Time and windows", long, value_name = "TIME", value_parser = parse_time)]
     since: Option<TimeBound>,
     /// Leave out the events from TIME on (same units as --since).
     /// Example: --until 2.5ms
-    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    #[arg(help_heading = "Time and windows", long, value_name = "TIME", value_parser = parse_time)]
     until: Option<TimeBound>,
     /// Only while function NAME is on the call stack, as the outputs name
     /// it (repeatable: any of them). Example: --function crc_task
-    #[arg(long = "function", value_name = "NAME")]
+    #[arg(help_heading = "Time and windows", long = "function", value_name = "NAME")]
     functions: Vec<String>,
 }
 
