@@ -9,8 +9,10 @@ use trace_convert::input::source::Protocol;
 use trace_convert::input::{self, InputError};
 use trace_convert::packets::{self, ReadError};
 use trace_convert::plural::plural;
-use trace_convert::sinks::listing::events::{write_event, EventFormat};
-use trace_convert::sinks::listing::packets::{write_item, ListFormat};
+use trace_convert::sinks::listing::event_lines::EventListing;
+use trace_convert::sinks::listing::events::EventFormat;
+use trace_convert::sinks::listing::packet_lines::PacketListing;
+use trace_convert::sinks::listing::packets::ListFormat;
 
 mod convert_cli;
 mod outputs_cli;
@@ -366,6 +368,7 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
         FormatArg::Text => ListFormat::Text,
         FormatArg::Jsonl => ListFormat::Jsonl,
     };
+    let mut listing = PacketListing::new(format);
     with_output(plan, |out| {
         for capture in &input.captures {
             for (name, why) in &capture.skipped {
@@ -375,9 +378,12 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
             let only = args.input.source.trace_id;
             let summary = packets::read_capture(capture, |item| match (item, only) {
                 (trace_core::demux::Item::Unconfigured { run }, Some(id)) if run.id != id => Ok(()),
-                _ => write_item(out, format, item),
+                _ => listing.write(out, item),
             })
             .map_err(read_failure)?;
+            listing
+                .finish(out)
+                .map_err(|e| read_failure(ReadError::Output(e)))?;
             for (id, s) in &summary.sources {
                 eprintln!(
                     "trace-convert: {}: ID {id:#04x}: {}, {} ({}), {} skipped, {}",
@@ -455,6 +461,7 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
         Ok(m) => Arc::new(m),
         Err(e) => return fail(exit::INPUT, e),
     };
+    let mut listing = format.map(EventListing::new);
     // Bytes read and instructions decoded.
     let mut totals = (0u64, 0u64);
     with_output(plan, |out| {
@@ -477,7 +484,7 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
                         .unwrap_or_else(|| Arc::clone(&fallback))
                 },
                 |e| {
-                    let Some(format) = format else {
+                    let Some(listing) = listing.as_mut() else {
                         return Ok(());
                     };
                     if only.is_some_and(|id| id != e.id) {
@@ -486,10 +493,15 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
                     let mem = args
                         .instructions
                         .then(|| by_id.get(&e.id).map_or(&*fallback, |m| &**m));
-                    write_event(out, format, e, mem)
+                    listing.write(out, e, mem)
                 },
             )
             .map_err(read_failure)?;
+            if let Some(listing) = listing.as_mut() {
+                listing
+                    .finish(out)
+                    .map_err(|e| read_failure(ReadError::Output(e)))?;
+            }
             totals.0 += summary.bytes;
             // An address reached without memory counts: the trace was
             // decoded as far as it can be without an image.
