@@ -211,13 +211,12 @@ fn source(input: &Input, id: u8) -> Result<(SourceConfig, Arc<dyn MemoryImage>),
     Ok((cfg, Arc::new(mem)))
 }
 
+/// A source's parser configuration, memory image and trace bytes.
+type SourceInput = (SourceConfig, Arc<dyn MemoryImage>, Vec<u8>);
+
 /// ETMv3 trace without cycle accuracy of the corpus program `fixture`,
-/// repeated to about `size` bytes: its parser configuration, memory image
-/// and bytes.
-fn etm_plain(
-    fixture: &str,
-    size: usize,
-) -> Result<(SourceConfig, Arc<dyn MemoryImage>, Vec<u8>), String> {
+/// repeated to about `size` bytes.
+fn etm_plain(fixture: &str, size: usize) -> Result<SourceInput, String> {
     use trace_encode::{encode_etm, write_repeated, Encoding, EtmOptions};
     let crate::example::Fixture { flow, memory, .. } = crate::example::fixture(fixture)?;
     let opts = EtmOptions::default();
