@@ -303,7 +303,7 @@ fn undefined_code_is_reported() {
 }
 
 #[test]
-fn etm_atoms_make_one_range_per_run_of_executed_instructions() {
+fn etm_atoms_are_per_instruction() {
     let mut d = etm();
     let ev = run(
         &mut d,
@@ -324,21 +324,23 @@ fn etm_atoms_make_one_range_per_run_of_executed_instructions() {
             branch(0x1014, Isa::A32, 0),
         ],
     );
-    // A range ends at a taken branch (BNE at 0x100C), at an N atom (the
-    // second BNE) and at a waypoint (BL); P-headers do not end one.
-    let runs: Vec<_> = ranges(&ev)
-        .iter()
-        .map(|r| (r.start, r.count, r.executed))
-        .collect();
+    let starts: Vec<_> = ranges(&ev).iter().map(|r| (r.start, r.executed)).collect();
     assert_eq!(
-        runs,
+        starts,
         [
-            (0x1000, 4, true),
-            (0x1004, 3, false),
-            (0x1010, 1, true),
-            (0x1020, 2, true),
+            (0x1000, true),
+            (0x1004, true),
+            (0x1008, true),
+            (0x100C, true),
+            (0x1004, true),
+            (0x1008, true),
+            (0x100C, false),
+            (0x1010, true),
+            (0x1020, true),
+            (0x1024, true),
         ]
     );
+    assert!(ranges(&ev).iter().all(|r| r.count == 1));
     // Every I-sync reports the context in ETMv3.
     assert!(ev.iter().any(|e| matches!(e.kind, EventKind::Context(_))));
 }

@@ -69,13 +69,6 @@ pub struct Engine {
     /// ETMv3: the last instruction, held back until the next packet says
     /// whether an exception cancelled it.
     pending: Option<Event>,
-    /// ETMv3 without cycle counts: the range of executed instructions
-    /// right before `pending`, in its block, held back with it so that
-    /// the next P-header can go on with it (see [`Engine::walk_runs`]).
-    run: Option<Event>,
-    /// `pending` is an executed instruction that is no waypoint: the next
-    /// P-header's range may go on from it.
-    run_open: bool,
     last_offset: u64,
     ignored: u64,
     /// The PC was reached from this block's taken (true) or fall-through
@@ -110,8 +103,6 @@ pub struct FlowState {
     context_id: Option<u32>,
     vmid: Option<u8>,
     pending: Option<Event>,
-    run: Option<Event>,
-    run_open: bool,
     link: Option<(u32, bool)>,
     cur_isa: Isa,
 }
@@ -155,8 +146,6 @@ impl Engine {
             vmid: None,
             rstack: ReturnStack::default(),
             pending: None,
-            run: None,
-            run_open: false,
             last_offset: 0,
             ignored: 0,
             link: None,
@@ -180,8 +169,6 @@ impl Engine {
             context_id: self.context_id,
             vmid: self.vmid,
             pending: self.pending,
-            run: self.run,
-            run_open: self.run_open,
             link: self.link,
             cur_isa: self.cur_isa,
         }
@@ -365,37 +352,8 @@ impl Engine {
 
     #[inline]
     fn flush<F: FnMut(Event)>(&mut self, out: &mut F) {
-        self.run_open = false;
-        match (self.run.take(), self.pending.take()) {
-            // No exception cancelled the last instruction: it ends the
-            // range of those before it.
-            (
-                Some(Event {
-                    kind: EventKind::Range(r),
-                    ..
-                }),
-                Some(Event {
-                    offset,
-                    id,
-                    kind: EventKind::Range(p),
-                }),
-            ) => out(Event {
-                offset,
-                id,
-                kind: EventKind::Range(Range {
-                    start: r.start,
-                    count: r.count + 1,
-                    ..p
-                }),
-            }),
-            (run, pending) => {
-                if let Some(e) = run {
-                    out(e);
-                }
-                if let Some(e) = pending {
-                    out(e);
-                }
-            }
+        if let Some(e) = self.pending.take() {
+            out(e);
         }
     }
 
@@ -1012,10 +970,6 @@ impl Engine {
             None => (None, None, 0),
         };
         if count > 0 {
-            if let (Some(pc), None) = (self.pc, cycles) {
-                self.walk_runs(offset, pc, count, executed, out);
-                return;
-            }
             self.flush(out);
             if let Some(pc) = self.pc {
                 self.walk_insns(offset, pc, count, executed, first, each, out);
@@ -1026,191 +980,6 @@ impl Engine {
         if trailing > 0 {
             self.flush(out);
             out(self.ev(offset, EventKind::CycleCount(trailing)));
-        }
-    }
-
-    /// The instructions of a P-header without cycle counts from `pc` on,
-    /// a block at a time: executed A32 instructions in a row make one
-    /// range, which ends at an N atom (the one instruction of a range that
-    /// may have failed its condition is its last), at a conditional
-    /// instruction (whose outcome is then the range's `executed`, as
-    /// coverage reads it) or at a waypoint (only a waypoint moves the PC
-    /// elsewhere), as a PTM range does; T32 instructions stay one range
-    /// each. The packet's last instruction is held back alone in
-    /// `pending`, as an exception in the next packet may cancel it, and
-    /// the range of the instructions before it in `run`; the next
-    /// P-header goes on with both when that instruction was executed and
-    /// ends no range (`run_open`).
-    #[inline]
-    fn walk_runs<F: FnMut(Event)>(
-        &mut self,
-        offset: u64,
-        mut pc: Pc,
-        count: u32,
-        executed: u16,
-        out: &mut F,
-    ) {
-        let id = self.id;
-        // The range of executed instructions not yet ended.
-        let mut open = None;
-        match self.pending {
-            Some(Event {
-                kind: EventKind::Range(p),
-                ..
-            }) if self.run_open && p.end == pc.addr => {
-                self.pending = None;
-                open = Some(match self.run.take() {
-                    Some(Event {
-                        kind: EventKind::Range(r),
-                        ..
-                    }) => Range {
-                        start: r.start,
-                        count: r.count + 1,
-                        ..p
-                    },
-                    _ => p,
-                });
-            }
-            _ => self.flush(out),
-        }
-        self.run_open = false;
-        // Atoms still to take, the next one in bit 0.
-        let mut bits = u32::from(executed);
-        let mut left = count;
-        loop {
-            let b = self.block_at(&mut pc);
-            let blk = self.cache.blocks[b as usize];
-            let span = blk.first as usize..(blk.first + blk.len) as usize;
-            let alone = &self.cache.alone[span.clone()];
-            let k = pc.index;
-            if k >= blk.len {
-                if let Some(r) = open {
-                    out(Event {
-                        offset,
-                        id,
-                        kind: EventKind::Range(r),
-                    });
-                }
-                self.block_error(offset, blk.end, pc.addr, pc.isa, out);
-                return;
-            }
-            let tail = blk.len - 1;
-            // This block's instructions from the PC as far as the packet
-            // goes, up to the first N atom among them.
-            let mut reach = (blk.len - k).min(left);
-            if pc.isa == Isa::T32 {
-                // An instruction inside an IT block is conditional by its
-                // place, which a block that starts inside one cannot see:
-                // T32 instructions stay a range each.
-                reach = 1;
-            } else if let Some(c) = alone[k as usize..(k + reach) as usize]
-                .iter()
-                .position(|r| r.cond)
-            {
-                // A conditional instruction's outcome is its range's
-                // `executed`: it ends its range.
-                reach = c as u32 + 1;
-            }
-            let run_e = (!bits).trailing_zeros();
-            let (n, exec) = if run_e < reach {
-                (run_e + 1, false)
-            } else {
-                (reach, true)
-            };
-            let end_k = k + n - 1;
-            let last = alone[end_k as usize];
-            // The instruction before the last one, if the range has one.
-            let prev = if n > 1 {
-                Some(alone[(end_k - 1) as usize])
-            } else {
-                open
-            };
-            let merged = Range {
-                start: open.map_or(alone[k as usize].start, |o| o.start),
-                count: open.map_or(0, |o| o.count) + n,
-                executed: exec,
-                ..last
-            };
-            open = None;
-            left -= n;
-            bits >>= n;
-            pc.index += n;
-            pc.addr = last.end;
-            let insn = &self.cache.arena[span][end_k as usize];
-            if left == 0 {
-                if let Some(prev) = prev {
-                    self.run = Some(Event {
-                        offset,
-                        id,
-                        kind: EventKind::Range(Range {
-                            start: merged.start,
-                            count: merged.count - 1,
-                            executed: true,
-                            ..prev
-                        }),
-                    });
-                }
-                self.pending = Some(Event {
-                    offset,
-                    id,
-                    kind: EventKind::Range(Range {
-                        executed: exec,
-                        ..last
-                    }),
-                });
-                self.run_open = exec && !insn.waypoint && !last.cond && last.isa == Isa::A32;
-            } else if !exec || insn.waypoint || end_k < tail || last.cond || last.isa == Isa::T32 {
-                out(Event {
-                    offset,
-                    id,
-                    kind: EventKind::Range(merged),
-                });
-            } else {
-                // The block ends for another reason than a waypoint: the
-                // range goes on in the next one.
-                open = Some(merged);
-            }
-            if end_k < tail {
-                if left == 0 {
-                    self.pc = Some(pc);
-                    return;
-                }
-                continue;
-            }
-            if exec && insn.waypoint && (insn.target.is_some() || insn.indirect) {
-                if let Some((addr, isa)) = insn.target {
-                    pc = Pc {
-                        addr,
-                        isa,
-                        block: blk.taken,
-                        index: 0,
-                    };
-                    self.link = Some((b, true));
-                } else {
-                    // The target comes in the branch address packet,
-                    // before any more atoms.
-                    self.pc = None;
-                    if left > 0 {
-                        let at = insn.addr;
-                        self.inconsistent(offset, Check::Atoms, at, None, out);
-                    } else {
-                        self.awaiting = Some(insn.addr);
-                    }
-                    return;
-                }
-            } else {
-                pc = Pc {
-                    addr: insn.addr.wrapping_add(u32::from(insn.size)),
-                    isa: pc.isa,
-                    block: blk.fall,
-                    index: 0,
-                };
-                self.link = Some((b, false));
-            }
-            if left == 0 {
-                self.pc = Some(pc);
-                return;
-            }
         }
     }
 
