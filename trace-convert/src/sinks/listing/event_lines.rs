@@ -5,7 +5,7 @@
 //! [`write_event`], whose bytes the fast lines equal.
 
 use super::events::{write_event, EventFormat};
-use super::line_buf::{LineBuf, Padded};
+use super::line_buf::{DecCache, LineBuf, Padded};
 use std::io::{self, Write};
 use trace_core::event::{Event, EventKind, InsnClass, Isa, Range};
 use trace_core::memory::MemoryImage;
@@ -46,6 +46,11 @@ pub struct EventListing {
     buf: LineBuf,
     /// The end of a range line after its count, for each [`flags`] index.
     tails: Vec<Padded<TAIL>>,
+    /// The start of a JSON range line after its offset, for each trace
+    /// ID.
+    heads: Vec<Padded<48>>,
+    /// Decimal forms of range addresses.
+    addrs: DecCache,
     /// Lines of the other events, before they join the buffer.
     scratch: Vec<u8>,
 }
@@ -85,10 +90,15 @@ impl EventListing {
                 }
             }
         }
+        let heads = (0..=u8::MAX)
+            .map(|id| Padded::new(format!(",\"id\":{id},\"kind\":\"range\",\"start\":").as_bytes()))
+            .collect();
         EventListing {
             format,
             buf: LineBuf::new(),
             tails,
+            heads,
+            addrs: DecCache::new(),
             scratch: Vec::new(),
         }
     }
@@ -160,12 +170,10 @@ impl EventListing {
         let b = &mut self.buf;
         b.put(b"{\"offset\":");
         b.dec(e.offset);
-        b.put(b",\"id\":");
-        b.dec(u64::from(e.id));
-        b.put(b",\"kind\":\"range\",\"start\":");
-        b.dec(u64::from(r.start));
+        b.name(&self.heads[usize::from(e.id)]);
+        b.dec_cached(&mut self.addrs, r.start);
         b.put(b",\"end\":");
-        b.dec(u64::from(r.end));
+        b.dec_cached(&mut self.addrs, r.end);
         b.put(b",\"count\":");
         b.dec(u64::from(r.count));
         b.name(&self.tails[flags(r)]);

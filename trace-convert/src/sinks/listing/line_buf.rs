@@ -58,6 +58,26 @@ pub(crate) fn hex8(v: u32) -> [u8; 8] {
     (x + 0x3030_3030_3030_3030 + letters * 39).to_be_bytes()
 }
 
+/// The decimal forms of recently written 32-bit values, by a hash of the
+/// value.
+#[derive(Debug)]
+pub(crate) struct DecCache {
+    slots: Vec<(u32, Padded<16>)>,
+}
+
+impl DecCache {
+    /// log2 of the number of slots.
+    const BITS: u32 = 10;
+
+    /// A cache whose slots all hold 0 (correct, whatever slot 0 is read
+    /// from).
+    pub(crate) fn new() -> Self {
+        DecCache {
+            slots: vec![(0, Padded::new(b"0")); 1 << Self::BITS],
+        }
+    }
+}
+
 /// The listing's output buffer (see the module documentation).
 #[derive(Debug)]
 pub(crate) struct LineBuf {
@@ -147,6 +167,21 @@ impl LineBuf {
         let field: &mut [u8] = &mut self.buf[self.len..self.len + 20];
         write_digits(field, n, v);
         self.len += n;
+    }
+
+    /// Append `v` in decimal, from `cache` when it holds it (addresses
+    /// repeat: code runs in loops).
+    #[inline(always)]
+    pub(crate) fn dec_cached(&mut self, cache: &mut DecCache, v: u32) {
+        let slot =
+            &mut cache.slots[(v.wrapping_mul(0x9E37_79B1) >> (32 - DecCache::BITS)) as usize];
+        if slot.0 != v {
+            let n = digits(u64::from(v));
+            let mut field = [0u8; 20];
+            write_digits(&mut field, n, u64::from(v));
+            *slot = (v, Padded::new(&field[..n]));
+        }
+        self.name(&slot.1);
     }
 
     /// Append `v` in decimal, right-aligned in a field of 10 (`{:>10}`;
@@ -247,8 +282,14 @@ mod tests {
             x ^= x << 17;
             values.push(x >> (x % 64));
         }
+        let mut cache = DecCache::new();
         for v in values {
             assert_eq!(text(|b| b.dec(v)), format!("{v}"));
+            let w = v as u32;
+            // Twice: once computed, once from the cache.
+            for _ in 0..2 {
+                assert_eq!(text(|b| b.dec_cached(&mut cache, w)), format!("{w}"));
+            }
             assert_eq!(text(|b| b.dec_right10(v)), format!("{v:>10}"));
             let w = v as u32;
             assert_eq!(text(|b| b.hex8(w)), format!("{w:08x}"));

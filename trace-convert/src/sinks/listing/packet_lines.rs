@@ -137,17 +137,11 @@ impl PacketListing {
     /// written).
     #[inline(always)]
     fn json(&mut self, offset: u64, id: u8, packet: &AnyPacket) -> bool {
-        let start = |b: &mut LineBuf| {
-            b.put(b"{\"offset\":");
-            b.dec(offset);
-            b.put(b",\"id\":");
-            b.dec(u64::from(id));
-        };
         let names = &self.names;
         let b = &mut self.buf;
         match packet {
             AnyPacket::Ptm(ptm_packets::Packet::Atom { atoms, cycles }) => {
-                start(b);
+                json_start(b, offset, id);
                 b.put(b",\"kind\":\"atom\",\"atoms\":\"");
                 let k = usize::from(atoms.len() as u8) << 5 | usize::from(atoms.e_bits());
                 b.name(&names.ptm_atoms[k & 0xFF]);
@@ -158,7 +152,7 @@ impl PacketListing {
                 }
             }
             AnyPacket::Ptm(ptm_packets::Packet::BranchAddress(p)) => {
-                start(b);
+                json_start(b, offset, id);
                 b.put(b",\"kind\":\"branch_address\",\"address\":");
                 b.dec(u64::from(p.address));
                 b.put(b",\"bits\":");
@@ -186,7 +180,7 @@ impl PacketListing {
                 }
             }
             AnyPacket::Etm(etm_packets::Packet::Atoms(a)) => {
-                start(b);
+                json_start(b, offset, id);
                 b.put(b",\"kind\":\"p_header\",\"atoms\":\"");
                 etm_atoms(b, a);
                 b.byte(b'"');
@@ -196,7 +190,7 @@ impl PacketListing {
                 }
             }
             AnyPacket::Etm(etm_packets::Packet::Branch(p)) => {
-                start(b);
+                json_start(b, offset, id);
                 b.put(b",\"kind\":\"branch_address\",\"address\":");
                 b.dec(u64::from(p.address));
                 b.put(b",\"bits\":");
@@ -222,7 +216,7 @@ impl PacketListing {
             }
             AnyPacket::Etm(etm_packets::Packet::ASync)
             | AnyPacket::Ptm(ptm_packets::Packet::ASync) => {
-                start(b);
+                json_start(b, offset, id);
                 b.put(b",\"kind\":\"a_sync\"");
             }
             _ => return false,
@@ -235,24 +229,18 @@ impl PacketListing {
     /// written).
     #[inline(always)]
     fn text(&mut self, offset: u64, id: u8, packet: &AnyPacket) -> bool {
-        let start = |b: &mut LineBuf| {
-            b.dec_right10(offset);
-            b.put(b"  ");
-            b.id(id);
-            b.put(b"  ");
-        };
         let names = &self.names;
         let b = &mut self.buf;
         match packet {
             AnyPacket::Ptm(ptm_packets::Packet::Atom { atoms, cycles }) => {
-                start(b);
+                text_start(b, offset, id);
                 b.put(b"atom ");
                 let k = usize::from(atoms.len() as u8) << 5 | usize::from(atoms.e_bits());
                 b.name(&names.ptm_atoms[k & 0xFF]);
                 ptm_cycles(b, *cycles);
             }
             AnyPacket::Ptm(ptm_packets::Packet::BranchAddress(p)) if p.exception.is_none() => {
-                start(b);
+                text_start(b, offset, id);
                 b.put(b"branch addr=0x");
                 b.hex8(p.address);
                 b.put(b" bits=");
@@ -262,7 +250,7 @@ impl PacketListing {
                 ptm_cycles(b, p.cycles);
             }
             AnyPacket::Etm(etm_packets::Packet::Atoms(a)) => {
-                start(b);
+                text_start(b, offset, id);
                 b.put(b"P-header ");
                 if a.is_empty() {
                     b.put(b"(empty)");
@@ -285,7 +273,7 @@ impl PacketListing {
                 b.byte(b')');
             }
             AnyPacket::Etm(etm_packets::Packet::Branch(p)) if p.exception.is_none() => {
-                start(b);
+                text_start(b, offset, id);
                 b.put(b"Branch addr=0x");
                 b.hex8(p.address);
                 b.put(b" (");
@@ -302,11 +290,11 @@ impl PacketListing {
                 }
             }
             AnyPacket::Etm(etm_packets::Packet::ASync) => {
-                start(b);
+                text_start(b, offset, id);
                 b.put(b"A-sync");
             }
             AnyPacket::Ptm(ptm_packets::Packet::ASync) => {
-                start(b);
+                text_start(b, offset, id);
                 b.put(b"a-sync");
             }
             _ => return false,
@@ -322,6 +310,24 @@ impl PacketListing {
         write_item(&mut self.scratch, self.format, item)?;
         self.buf.put_any(out, &self.scratch)
     }
+}
+
+/// `{"offset":N,"id":N`.
+#[inline(always)]
+fn json_start(b: &mut LineBuf, offset: u64, id: u8) {
+    b.put(b"{\"offset\":");
+    b.dec(offset);
+    b.put(b",\"id\":");
+    b.dec(u64::from(id));
+}
+
+/// The offset right-aligned in 10 columns and the trace ID.
+#[inline(always)]
+fn text_start(b: &mut LineBuf, offset: u64, id: u8) {
+    b.dec_right10(offset);
+    b.put(b"  ");
+    b.id(id);
+    b.put(b"  ");
 }
 
 /// `true` or `false`.
