@@ -36,13 +36,24 @@ impl<const N: usize> Padded<N> {
     }
 }
 
-/// Number of decimal digits of `v`.
+/// Powers of ten, `POW10[k] = 10^k`.
+const POW10: [u64; 20] = {
+    let mut t = [1u64; 20];
+    let mut k = 1;
+    while k < 20 {
+        t[k] = t[k - 1] * 10;
+        k += 1;
+    }
+    t
+};
+
+/// Number of decimal digits of `v`: from its bit length (log10(2) is
+/// about 1233 / 4096), one comparison with a power of ten settles it.
 #[inline(always)]
 fn digits(v: u64) -> usize {
-    match v.checked_ilog10() {
-        Some(l) => l as usize + 1,
-        None => 1,
-    }
+    let bits = 64 - (v | 1).leading_zeros() as usize;
+    let guess = (bits * 1233) >> 12;
+    guess + usize::from((v | 1) >= POW10[guess])
 }
 
 /// The 8 lower-case hex digits of `v`, most significant first.
@@ -137,6 +148,18 @@ impl LineBuf {
         self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
         self.len += bytes.len();
         Ok(())
+    }
+
+    /// Bytes buffered so far (a mark for [`LineBuf::since`]).
+    #[inline(always)]
+    pub(crate) fn mark(&self) -> usize {
+        self.len
+    }
+
+    /// The bytes appended since `mark` (with no flush in between).
+    #[inline(always)]
+    pub(crate) fn since(&self, mark: usize) -> &[u8] {
+        &self.buf[mark..self.len]
     }
 
     /// Append a constant piece.

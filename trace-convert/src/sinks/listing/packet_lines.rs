@@ -12,6 +12,9 @@ use trace_core::demux::{AnyPacket, Item};
 /// Width of a padded name or atom string.
 const NAME: usize = 16;
 
+/// Width of a cached P-header line.
+const P_HEADER: usize = 64;
+
 /// Index of an ETMv3 instruction set in [`Names::etm_isa`].
 #[inline(always)]
 fn etm_isa(isa: etm_packets::Isa) -> usize {
@@ -88,6 +91,9 @@ pub struct PacketListing {
     format: ListFormat,
     buf: LineBuf,
     names: Names,
+    /// The lines of recent ETMv3 P-headers after the trace ID, by a hash
+    /// of the P-header (streams repeat a few of them).
+    p_headers: Vec<(u64, Padded<P_HEADER>)>,
     /// Lines of the other items, before they join the buffer.
     scratch: Vec<u8>,
 }
@@ -100,6 +106,8 @@ impl PacketListing {
             format,
             buf: LineBuf::new(),
             names: Names::new(format),
+            // No P-header's key is 0 (see `cached_p_header`).
+            p_headers: vec![(0, Padded::new(b"")); 256],
             scratch: Vec::new(),
         }
     }
@@ -139,6 +147,7 @@ impl PacketListing {
     fn json(&mut self, offset: u64, id: u8, packet: &AnyPacket) -> bool {
         let names = &self.names;
         let b = &mut self.buf;
+        let p_headers = &mut self.p_headers;
         match packet {
             AnyPacket::Ptm(ptm_packets::Packet::Atom { atoms, cycles }) => {
                 json_start(b, offset, id);
@@ -181,13 +190,15 @@ impl PacketListing {
             }
             AnyPacket::Etm(etm_packets::Packet::Atoms(a)) => {
                 json_start(b, offset, id);
-                b.put(b",\"kind\":\"p_header\",\"atoms\":\"");
-                etm_atoms(b, a);
-                b.byte(b'"');
-                if a.cycles > 0 {
-                    b.put(b",\"cycles\":");
-                    b.dec(u64::from(a.cycles));
-                }
+                cached_p_header(b, p_headers, a, |b| {
+                    b.put(b",\"kind\":\"p_header\",\"atoms\":\"");
+                    etm_atoms(b, a);
+                    b.byte(b'"');
+                    if a.cycles > 0 {
+                        b.put(b",\"cycles\":");
+                        b.dec(u64::from(a.cycles));
+                    }
+                });
             }
             AnyPacket::Etm(etm_packets::Packet::Branch(p)) => {
                 json_start(b, offset, id);
@@ -231,6 +242,7 @@ impl PacketListing {
     fn text(&mut self, offset: u64, id: u8, packet: &AnyPacket) -> bool {
         let names = &self.names;
         let b = &mut self.buf;
+        let p_headers = &mut self.p_headers;
         match packet {
             AnyPacket::Ptm(ptm_packets::Packet::Atom { atoms, cycles }) => {
                 text_start(b, offset, id);
@@ -251,26 +263,28 @@ impl PacketListing {
             }
             AnyPacket::Etm(etm_packets::Packet::Atoms(a)) => {
                 text_start(b, offset, id);
-                b.put(b"P-header ");
-                if a.is_empty() {
-                    b.put(b"(empty)");
-                }
-                etm_atoms(b, a);
-                b.put(b" (");
-                b.dec(u64::from(a.count));
-                b.put(b" instruction");
-                if a.count != 1 {
-                    b.byte(b's');
-                }
-                if a.cycles > 0 {
-                    b.put(b", ");
-                    b.dec(u64::from(a.cycles));
-                    b.put(b" cycle");
-                    if a.cycles != 1 {
+                cached_p_header(b, p_headers, a, |b| {
+                    b.put(b"P-header ");
+                    if a.is_empty() {
+                        b.put(b"(empty)");
+                    }
+                    etm_atoms(b, a);
+                    b.put(b" (");
+                    b.dec(u64::from(a.count));
+                    b.put(b" instruction");
+                    if a.count != 1 {
                         b.byte(b's');
                     }
-                }
-                b.byte(b')');
+                    if a.cycles > 0 {
+                        b.put(b", ");
+                        b.dec(u64::from(a.cycles));
+                        b.put(b" cycle");
+                        if a.cycles != 1 {
+                            b.byte(b's');
+                        }
+                    }
+                    b.byte(b')');
+                });
             }
             AnyPacket::Etm(etm_packets::Packet::Branch(p)) if p.exception.is_none() => {
                 text_start(b, offset, id);
@@ -328,6 +342,37 @@ fn text_start(b: &mut LineBuf, offset: u64, id: u8) {
     b.put(b"  ");
     b.id(id);
     b.put(b"  ");
+}
+
+/// The rest of a P-header's line from `cache`, or written by `write` and
+/// kept there.
+#[inline(always)]
+fn cached_p_header(
+    b: &mut LineBuf,
+    cache: &mut [(u64, Padded<P_HEADER>)],
+    a: &etm_packets::Atoms,
+    write: impl FnOnce(&mut LineBuf),
+) {
+    let key = 1 << 63
+        | u64::from(a.format.number()) << 40
+        | u64::from(a.count) << 32
+        | u64::from(a.executed) << 16
+        | u64::from(a.cycles);
+    let at = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize;
+    if let Some(slot) = cache.get_mut(at) {
+        if slot.0 == key {
+            b.name(&slot.1);
+            return;
+        }
+        let mark = b.mark();
+        write(b);
+        let text = b.since(mark);
+        if text.len() <= P_HEADER {
+            *slot = (key, Padded::new(text));
+        }
+    } else {
+        write(b);
+    }
 }
 
 /// `true` or `false`.
