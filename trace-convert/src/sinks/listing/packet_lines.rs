@@ -4,7 +4,7 @@
 //! hands the buffer on about every 64 KiB; every other item goes through
 //! [`write_item`], whose bytes the fast lines equal.
 
-use super::line_buf::{LineBuf, Padded};
+use super::line_buf::{DecCache, LineBuf, Padded};
 use super::packets::{write_item, ListFormat};
 use std::io::{self, Write};
 use trace_core::demux::{AnyPacket, Item};
@@ -94,6 +94,10 @@ pub struct PacketListing {
     /// The lines of recent ETMv3 P-headers after the trace ID, by a hash
     /// of the P-header (streams repeat a few of them).
     p_headers: Vec<(u64, Padded<P_HEADER>)>,
+    /// `,"id":N` for each trace ID.
+    ids: Vec<Padded<NAME>>,
+    /// Decimal forms of branch addresses.
+    addrs: DecCache,
     /// Lines of the other items, before they join the buffer.
     scratch: Vec<u8>,
 }
@@ -108,6 +112,10 @@ impl PacketListing {
             names: Names::new(format),
             // No P-header's key is 0 (see `cached_p_header`).
             p_headers: vec![(0, Padded::new(b"")); 256],
+            ids: (0..=u8::MAX)
+                .map(|id| Padded::new(format!(",\"id\":{id}").as_bytes()))
+                .collect(),
+            addrs: DecCache::new(),
             scratch: Vec::new(),
         }
     }
@@ -148,9 +156,11 @@ impl PacketListing {
         let names = &self.names;
         let b = &mut self.buf;
         let p_headers = &mut self.p_headers;
+        let id_text = &self.ids[usize::from(id)];
+        let addrs = &mut self.addrs;
         match packet {
             AnyPacket::Ptm(ptm_packets::Packet::Atom { atoms, cycles }) => {
-                json_start(b, offset, id);
+                json_start(b, offset, id_text);
                 b.put(b",\"kind\":\"atom\",\"atoms\":\"");
                 let k = usize::from(atoms.len() as u8) << 5 | usize::from(atoms.e_bits());
                 b.name(&names.ptm_atoms[k & 0xFF]);
@@ -161,9 +171,9 @@ impl PacketListing {
                 }
             }
             AnyPacket::Ptm(ptm_packets::Packet::BranchAddress(p)) => {
-                json_start(b, offset, id);
+                json_start(b, offset, id_text);
                 b.put(b",\"kind\":\"branch_address\",\"address\":");
-                b.dec(u64::from(p.address));
+                b.dec_cached(addrs, p.address);
                 b.put(b",\"bits\":");
                 b.dec(u64::from(p.bits));
                 b.put(b",\"isa\":\"");
@@ -189,7 +199,7 @@ impl PacketListing {
                 }
             }
             AnyPacket::Etm(etm_packets::Packet::Atoms(a)) => {
-                json_start(b, offset, id);
+                json_start(b, offset, id_text);
                 cached_p_header(b, p_headers, a, |b| {
                     b.put(b",\"kind\":\"p_header\",\"atoms\":\"");
                     etm_atoms(b, a);
@@ -201,9 +211,9 @@ impl PacketListing {
                 });
             }
             AnyPacket::Etm(etm_packets::Packet::Branch(p)) => {
-                json_start(b, offset, id);
+                json_start(b, offset, id_text);
                 b.put(b",\"kind\":\"branch_address\",\"address\":");
-                b.dec(u64::from(p.address));
+                b.dec_cached(addrs, p.address);
                 b.put(b",\"bits\":");
                 b.dec(u64::from(p.bits));
                 if p.known_bits < 32 {
@@ -227,7 +237,7 @@ impl PacketListing {
             }
             AnyPacket::Etm(etm_packets::Packet::ASync)
             | AnyPacket::Ptm(ptm_packets::Packet::ASync) => {
-                json_start(b, offset, id);
+                json_start(b, offset, id_text);
                 b.put(b",\"kind\":\"a_sync\"");
             }
             _ => return false,
@@ -326,13 +336,12 @@ impl PacketListing {
     }
 }
 
-/// `{"offset":N,"id":N`.
+/// `{"offset":N,"id":N` (`id` holds `,"id":N`).
 #[inline(always)]
-fn json_start(b: &mut LineBuf, offset: u64, id: u8) {
+fn json_start(b: &mut LineBuf, offset: u64, id: &Padded<NAME>) {
     b.put(b"{\"offset\":");
     b.dec(offset);
-    b.put(b",\"id\":");
-    b.dec(u64::from(id));
+    b.name(id);
 }
 
 /// The offset right-aligned in 10 columns and the trace ID.
