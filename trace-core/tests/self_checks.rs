@@ -59,11 +59,16 @@ fn branch(addr: u32, bits: u8) -> TraceOp {
     common::branch_bits(addr, Isa::A32, bits, 0)
 }
 
+/// The address of every instruction of the ranges (A32 instructions are
+/// 4 bytes; the T32 ranges here are of one instruction).
 fn starts(ev: &[Event]) -> Vec<u32> {
     ev.iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Range(r) => Some(r.start),
-            _ => None,
+        .flat_map(|e| match e.kind {
+            EventKind::Range(r) => {
+                assert!(r.isa == Isa::A32 || r.count == 1, "{r:?}");
+                (0..r.count).map(|i| r.start + 4 * i).collect()
+            }
+            _ => Vec::new(),
         })
         .collect()
 }

@@ -211,6 +211,29 @@ fn source(input: &Input, id: u8) -> Result<(SourceConfig, Arc<dyn MemoryImage>),
     Ok((cfg, Arc::new(mem)))
 }
 
+/// A source's parser configuration, memory image and trace bytes.
+type SourceInput = (SourceConfig, Arc<dyn MemoryImage>, Vec<u8>);
+
+/// ETMv3 trace without cycle accuracy of the corpus program `fixture`,
+/// repeated to about `size` bytes.
+fn etm_plain(fixture: &str, size: usize) -> Result<SourceInput, String> {
+    use trace_encode::{encode_etm, write_repeated, Encoding, EtmOptions};
+    let crate::example::Fixture { flow, memory, .. } = crate::example::fixture(fixture)?;
+    let opts = EtmOptions::default();
+    let sample = encode_etm(&flow.items, &memory, &opts).map_err(|e| e.to_string())?;
+    let cfg = sample.source_config().map_err(|e| e.to_string())?;
+    let mut bytes = Vec::with_capacity(size);
+    write_repeated(
+        &flow.items,
+        &memory,
+        &Encoding::Etm(opts),
+        size as u64,
+        &mut bytes,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok((cfg, Arc::new(memory), bytes))
+}
+
 /// Trace ID `id`'s payload of a formatted capture, from its first to its
 /// last A-sync (so that copies chain).
 fn etm_unit(capture: &[u8], id: u8) -> Vec<u8> {
@@ -953,6 +976,25 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
                 instructions: Some(n),
                 base,
                 note: String::new(),
+            });
+        }
+    }
+
+    // ETMv3 without cycle accuracy: the corpus program `example` (A32 and
+    // T32 builds) encoded by trace-encode, repeated in memory.
+    for (fixture, isa) in [("example-a", "A32"), ("example-t", "T32")] {
+        let what = format!("ETMv3 decode, not cycle-accurate, {isa}, 1 thread (engine)");
+        if opts.wants(&what) {
+            let (cfg, mem, bytes) = etm_plain(fixture, size)?;
+            let base = sum(&bytes);
+            let (t, n) = best(opts.runs, || decode(0x10, cfg, &mem, &bytes));
+            rows.push(Row {
+                what,
+                bytes: bytes.len(),
+                time: t,
+                instructions: Some(n),
+                base,
+                note: format!("trace-encode, corpus program {fixture}"),
             });
         }
     }

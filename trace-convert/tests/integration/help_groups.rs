@@ -40,22 +40,53 @@ fn under<'a>(groups: &'a [(String, Vec<String>)], heading: &str) -> &'a [String]
 fn convert_help_groups_its_options() {
     let g = groups(&["--help"]);
     let want = [
-        ("Input", &["--protocol", "--layout", "--trace-id", "--symfs", "--from-events"][..]),
+        (
+            "Input",
+            &[
+                "--protocol",
+                "--layout",
+                "--trace-id",
+                "--symfs",
+                "--from-events",
+            ][..],
+        ),
         (
             "Trace configuration (capture files without a snapshot)",
-            &["--etmcr", "--cycle-accurate", "--return-stack", "--etm-version"][..],
+            &[
+                "--etmcr",
+                "--cycle-accurate",
+                "--return-stack",
+                "--etm-version",
+            ][..],
         ),
-        ("Code and symbols", &["--elf", "--mem", "--kallsyms", "--no-demangle"][..]),
+        (
+            "Code and symbols",
+            &["--elf", "--mem", "--kallsyms", "--no-demangle"][..],
+        ),
         (
             "Outputs",
-            &["--chrome", "--perfetto", "--lcov", "--folded", "--report", "--autofdo", "--out-dir"][..],
+            &[
+                "--chrome",
+                "--perfetto",
+                "--lcov",
+                "--folded",
+                "--report",
+                "--autofdo",
+                "--out-dir",
+            ][..],
         ),
-        ("Time and windows", &["--clock", "--cpu-hz", "--since", "--until", "--function"][..]),
+        (
+            "Time and windows",
+            &["--clock", "--cpu-hz", "--since", "--until", "--function"][..],
+        ),
     ];
     for (heading, flags) in want {
         let got = under(&g, heading);
         for f in flags {
-            assert!(got.contains(&(*f).to_owned()), "{heading}: no {f} in {got:?}");
+            assert!(
+                got.contains(&(*f).to_owned()),
+                "{heading}: no {f} in {got:?}"
+            );
         }
     }
     // What is left under "Options" is only what fits no group.

@@ -37,6 +37,7 @@ mod help_groups;
 mod inline_scopes;
 mod inline_stacks;
 mod kallsyms_names;
+mod listing_lines;
 mod multicore_time;
 mod packets_cli;
 mod packets_known_bits;

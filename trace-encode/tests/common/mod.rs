@@ -220,7 +220,9 @@ pub fn events_to_recs(
                 for (k, i) in insns.iter().enumerate() {
                     let last = k + 1 == n;
                     let atom = match protocol {
-                        Protocol::Etmv3 => Some(r.executed),
+                        // Every instruction of a range but the last
+                        // executed; the last one's atom is `executed`.
+                        Protocol::Etmv3 => Some(!last || r.executed),
                         Protocol::Ptm => {
                             (last && i.insn.is_waypoint_with(barriers)).then_some(r.executed)
                         }

@@ -44,12 +44,20 @@ pub struct ConvertArgs {
     elf: Vec<PathBuf>,
     /// A raw binary and its load address (repeatable). Example:
     /// --mem code.bin@0x80000000
-    #[arg(help_heading = "Code and symbols", long = "mem", value_name = "FILE@ADDRESS")]
+    #[arg(
+        help_heading = "Code and symbols",
+        long = "mem",
+        value_name = "FILE@ADDRESS"
+    )]
     mem: Vec<MemArg>,
     /// Function names from a kernel symbol list, /proc/kallsyms or
     /// System.map (`ADDRESS TYPE NAME [MODULE]`), for code without an ELF
     /// file (repeatable). Example: --kallsyms System.map
-    #[arg(help_heading = "Code and symbols", long = "kallsyms", value_name = "FILE")]
+    #[arg(
+        help_heading = "Code and symbols",
+        long = "kallsyms",
+        value_name = "FILE"
+    )]
     kallsyms: Vec<PathBuf>,
     #[command(flatten)]
     outputs: OutputArgs,
@@ -57,7 +65,12 @@ pub struct ConvertArgs {
     window: crate::window_cli::WindowArgs,
     /// Convert events saved by --save-events instead of decoding a
     /// capture. Example: --from-events run.events --folded app.folded
-    #[arg(help_heading = "Input", long, value_name = "FILE", conflicts_with = "path")]
+    #[arg(
+        help_heading = "Input",
+        long,
+        value_name = "FILE",
+        conflicts_with = "path"
+    )]
     from_events: Option<PathBuf>,
     /// With --from-events: go on (with a warning) when an --elf or --mem
     /// file is not one the events were decoded with. Without it such a

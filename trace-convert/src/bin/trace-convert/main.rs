@@ -18,8 +18,10 @@ use trace_convert::input::source::Protocol;
 use trace_convert::input::{self, Input, InputError};
 use trace_convert::packets::{self, ReadError};
 use trace_convert::plural::plural;
-use trace_convert::sinks::listing::events::{write_event, EventFormat};
-use trace_convert::sinks::listing::packets::{write_item, ListFormat};
+use trace_convert::sinks::listing::event_lines::EventListing;
+use trace_convert::sinks::listing::events::EventFormat;
+use trace_convert::sinks::listing::packet_lines::PacketListing;
+use trace_convert::sinks::listing::packets::ListFormat;
 
 mod assets_cli;
 mod convert_cli;
@@ -123,7 +125,11 @@ struct DecodeArgs {
     #[arg(help_heading = "Code and symbols", long = "elf", value_name = "FILE")]
     elf: Vec<PathBuf>,
     /// A raw binary and its load address, FILE@ADDRESS (repeatable).
-    #[arg(help_heading = "Code and symbols", long = "mem", value_name = "FILE@ADDRESS")]
+    #[arg(
+        help_heading = "Code and symbols",
+        long = "mem",
+        value_name = "FILE@ADDRESS"
+    )]
     mem: Vec<trace_convert::decode::MemArg>,
     /// List every instruction with its disassembly instead of ranges.
     #[arg(help_heading = "Listing", long)]
@@ -223,31 +229,49 @@ struct SourceArgs {
     #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long, value_name = "VALUE", value_parser = parse_u32)]
     etmidr: Option<u32>,
     /// Cycle-accurate trace (ETMCR bit 12).
-    #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long)]
+    #[arg(
+        help_heading = "Trace configuration (capture files without a snapshot)",
+        long
+    )]
     cycle_accurate: bool,
     /// Context ID size in bytes (ETMCR bits 15:14).
     #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long, value_name = "N", value_parser = ["0", "1", "2", "4"])]
     context_id_bytes: Option<String>,
     /// Timestamps enabled (ETMCR bit 28).
-    #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long)]
+    #[arg(
+        help_heading = "Trace configuration (capture files without a snapshot)",
+        long
+    )]
     timestamps: bool,
     /// Timestamp size in bits (ETMCCER bit 29).
     #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long, value_name = "BITS", value_parser = ["48", "64"])]
     timestamp_bits: Option<String>,
     /// VMID tracing enabled (ETMCR bit 30).
-    #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long)]
+    #[arg(
+        help_heading = "Trace configuration (capture files without a snapshot)",
+        long
+    )]
     vmid: bool,
     /// PTM return stack enabled (ETMCR bit 29).
-    #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long)]
+    #[arg(
+        help_heading = "Trace configuration (capture files without a snapshot)",
+        long
+    )]
     return_stack: bool,
     /// Branch broadcast: every branch traced with its address (ETMCR bit 8).
-    #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long)]
+    #[arg(
+        help_heading = "Trace configuration (capture files without a snapshot)",
+        long
+    )]
     branch_broadcast: bool,
     /// ETMv3 minor version, 3.0 to 3.5 (ETMIDR bits 7:4).
     #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long, value_name = "VERSION", value_parser = ["3.0", "3.1", "3.2", "3.3", "3.4", "3.5"])]
     etm_version: Option<String>,
     /// ETMv3.4+ alternative branch address encoding (ETMIDR bit 20).
-    #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long)]
+    #[arg(
+        help_heading = "Trace configuration (capture files without a snapshot)",
+        long
+    )]
     alt_branch: bool,
     /// perf.data input: the directory under which the recorded files are
     /// found by their absolute path (as `perf report --symfs`).
@@ -437,6 +461,7 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
         FormatArg::Text => ListFormat::Text,
         FormatArg::Jsonl => ListFormat::Jsonl,
     };
+    let mut listing = PacketListing::new(format);
     with_output(plan, |out| {
         for capture in &input.captures {
             print_skipped(capture);
@@ -448,9 +473,12 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
                 {
                     Ok(())
                 }
-                _ => write_item(out, format, item),
+                _ => listing.write(out, item),
             })
             .map_err(read_failure)?;
+            listing
+                .finish(out)
+                .map_err(|e| read_failure(ReadError::Output(e)))?;
             for (id, s) in &summary.sources {
                 eprintln!(
                     "trace-convert: {}: ID {id:#04x}: {}, {} ({}), {} skipped, {}",
@@ -510,10 +538,11 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
         eprintln!("trace-convert: {}", no_memory_warning(name));
     }
     let mut totals = Totals::default();
+    let mut listing = format.map(EventListing::new);
     with_output(plan, |out| {
         for capture in &input.captures {
             print_skipped(capture);
-            let t = decode_listing(args, format, capture, &images, out)?;
+            let t = decode_listing(args, listing.as_mut(), capture, &images, out)?;
             totals.bytes += t.bytes;
             totals.decoded += t.decoded;
         }
@@ -529,7 +558,7 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
 /// `out`, and print its per-ID summary.
 fn decode_listing(
     args: &DecodeArgs,
-    format: Option<EventFormat>,
+    mut listing: Option<&mut EventListing>,
     capture: &CaptureSpec,
     images: &Images,
     out: &mut dyn io::Write,
@@ -544,7 +573,7 @@ fn decode_listing(
         capture,
         &mut decoder,
         &mut trace_core::capture::each_event(|e| {
-            let Some(format) = format else {
+            let Some(listing) = listing.as_deref_mut() else {
                 return Ok(());
             };
             if !only.is_empty() && !only.contains(&e.id) {
@@ -553,10 +582,15 @@ fn decode_listing(
             let mem = args
                 .instructions
                 .then(|| by_id.get(&e.id).map_or(&**images.other(), |m| &**m));
-            write_event(out, format, e, mem)
+            listing.write(out, e, mem)
         }),
     )
     .map_err(read_failure)?;
+    if let Some(listing) = listing {
+        listing
+            .finish(out)
+            .map_err(|e| read_failure(ReadError::Output(e)))?;
+    }
     for (id, c) in &summary.sources {
         eprintln!(
             "trace-convert: {}: ID {id:#04x}: {}, {}, {} not accessible, {}",

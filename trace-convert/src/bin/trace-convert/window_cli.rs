@@ -20,7 +20,11 @@ pub struct WindowArgs {
     until: Option<TimeBound>,
     /// Only while function NAME is on the call stack, as the outputs name
     /// it (repeatable: any of them). Example: --function crc_task
-    #[arg(help_heading = "Time and windows", long = "function", value_name = "NAME")]
+    #[arg(
+        help_heading = "Time and windows",
+        long = "function",
+        value_name = "NAME"
+    )]
     functions: Vec<String>,
 }
 
