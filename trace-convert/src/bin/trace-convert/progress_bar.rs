@@ -10,12 +10,20 @@ use trace_convert::progress::Progress;
 /// Captures smaller than this get no bar.
 pub const MIN_BYTES: u64 = 4 << 20;
 
+/// Steps of the bar over a capture: it is redrawn when decoding has got a
+/// step further (however few or many events tell it so: one per event on
+/// one thread, one per decoded chunk on several).
+const STEPS: u64 = 1000;
+
 /// A bar per capture, by byte offset.
 #[derive(Debug)]
 pub struct Bar {
     wanted: bool,
     bar: Option<ProgressBar>,
-    calls: u32,
+    /// The offset from which the bar moves again.
+    next: u64,
+    /// Bytes per step.
+    step: u64,
 }
 
 impl Bar {
@@ -24,7 +32,8 @@ impl Bar {
         Bar {
             wanted: wanted && std::io::stderr().is_terminal(),
             bar: None,
-            calls: 0,
+            next: 0,
+            step: 1,
         }
     }
 }
@@ -35,7 +44,28 @@ impl Progress for Bar {
         if !self.wanted || size < MIN_BYTES {
             return;
         }
-        let bar = ProgressBar::with_draw_target(Some(size), ProgressDrawTarget::stderr());
+        self.start_on(path, size, ProgressDrawTarget::stderr());
+    }
+
+    #[inline]
+    fn at(&mut self, offset: u64) {
+        if offset >= self.next {
+            self.advance(offset);
+        }
+    }
+
+    fn done(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+        self.next = u64::MAX;
+    }
+}
+
+impl Bar {
+    /// A bar for `path`, drawn on `target`.
+    fn start_on(&mut self, path: &Path, size: u64, target: ProgressDrawTarget) {
+        let bar = ProgressBar::with_draw_target(Some(size), target);
         if let Ok(style) = ProgressStyle::with_template(
             "{msg} [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
         ) {
@@ -46,21 +76,51 @@ impl Progress for Bar {
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
         );
         self.bar = Some(bar);
+        self.step = (size / STEPS).max(1);
+        self.next = 0;
     }
 
-    #[inline]
-    fn at(&mut self, offset: u64) {
-        if let Some(bar) = &self.bar {
-            self.calls = self.calls.wrapping_add(1);
-            if self.calls % 4096 == 0 && offset > bar.position() {
+    #[inline(never)]
+    fn advance(&mut self, offset: u64) {
+        match &self.bar {
+            Some(bar) => {
                 bar.set_position(offset);
+                self.next = offset.saturating_add(self.step);
             }
+            None => self.next = u64::MAX,
         }
     }
+}
 
-    fn done(&mut self) {
-        if let Some(bar) = self.bar.take() {
-            bar.finish_and_clear();
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_few_chunk_ends_move_the_bar() {
+        let mut b = Bar {
+            wanted: true,
+            bar: None,
+            next: 0,
+            step: 1,
+        };
+        let size = 16 << 20;
+        b.start_on(Path::new("cap.bin"), size, ProgressDrawTarget::hidden());
+        let pos = |b: &Bar| b.bar.as_ref().map_or(0, ProgressBar::position);
+        // A parallel decode tells it once per chunk.
+        b.at(size / 4);
+        assert_eq!(pos(&b), size / 4);
+        b.at(size / 2);
+        assert_eq!(pos(&b), size / 2);
+        // Within a step of the last position: not redrawn.
+        b.at(size / 2 + 1);
+        assert_eq!(pos(&b), size / 2);
+        b.at(size);
+        assert_eq!(pos(&b), size);
+        b.done();
+        assert!(b.bar.is_none());
+        // No bar: nothing to move, and no redraw attempted again.
+        b.at(size);
+        assert_eq!(b.next, u64::MAX);
     }
 }
