@@ -13,3 +13,4 @@ pub mod events;
 mod line_buf;
 pub mod packet_lines;
 pub mod packets;
+pub mod symbolized;

@@ -78,3 +78,42 @@ pub fn inline_chains(elf: &Path, addrs: &[u32]) -> BTreeMap<u32, Vec<String>> {
         })
         .collect()
 }
+
+/// Per address: its source location, `file:line` (the innermost inlined
+/// one), as `addr2line -a` prints it; addresses it cannot place are left
+/// out.
+pub fn locations(elf: &Path, addrs: &[u32]) -> BTreeMap<u32, String> {
+    let mut child = Command::new(TOOL)
+        .args(["-a", "-e"])
+        .arg(elf)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("addr2line runs");
+    let mut input = String::new();
+    for a in addrs {
+        input.push_str(&format!("{a:#x}\n"));
+    }
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().expect("addr2line output");
+    writer.join().expect("writer").expect("write addresses");
+    assert!(out.status.success(), "addr2line failed");
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    let mut m = BTreeMap::new();
+    let mut lines = text.lines();
+    while let (Some(a), Some(loc)) = (lines.next(), lines.next()) {
+        let Some(a) = a
+            .strip_prefix("0x")
+            .and_then(|h| u32::from_str_radix(h, 16).ok())
+        else {
+            continue;
+        };
+        if !loc.starts_with("??") && !loc.ends_with(":?") && !loc.ends_with(":0") {
+            // "file:line (discriminator N)" → "file:line".
+            let loc = loc.split(" (").next().unwrap_or(loc);
+            m.insert(a, loc.to_owned());
+        }
+    }
+    m
+}

@@ -38,6 +38,7 @@ mod inline_scopes;
 mod inline_stacks;
 mod kallsyms_names;
 mod listing_lines;
+mod listing_symbols;
 mod multicore_time;
 mod packets_cli;
 mod packets_known_bits;

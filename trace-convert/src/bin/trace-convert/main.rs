@@ -22,6 +22,8 @@ use trace_convert::sinks::listing::event_lines::EventListing;
 use trace_convert::sinks::listing::events::EventFormat;
 use trace_convert::sinks::listing::packet_lines::PacketListing;
 use trace_convert::sinks::listing::packets::ListFormat;
+use trace_convert::sinks::listing::symbolized::write_event_symbolized;
+use trace_convert::symbols::Symbolizer;
 
 mod assets_cli;
 mod convert_cli;
@@ -537,12 +539,27 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
     for name in images.empty() {
         eprintln!("trace-convert: {}", no_memory_warning(name));
     }
+    // With ELF files, each line names its function (and, per
+    // instruction, its source line).
+    let symbols = if args.elf.is_empty() || format.is_none() {
+        None
+    } else {
+        match Symbolizer::from_elves(&args.elf) {
+            Ok(s) => Some(s),
+            Err(e) => return fail(exit::INPUT, e),
+        }
+    };
     let mut totals = Totals::default();
     let mut listing = format.map(EventListing::new);
     with_output(plan, |out| {
         for capture in &input.captures {
             print_skipped(capture);
-            let t = decode_listing(args, listing.as_mut(), capture, &images, out)?;
+            let listing = match (listing.as_mut(), &symbols, format) {
+                (Some(l), None, _) => Listing::Fast(l),
+                (_, Some(s), Some(f)) => Listing::Symbolized(f, s),
+                _ => Listing::None,
+            };
+            let t = decode_listing(args, listing, capture, &images, out)?;
             totals.bytes += t.bytes;
             totals.decoded += t.decoded;
         }
@@ -554,11 +571,21 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
     })
 }
 
+/// How a decode listing is written.
+enum Listing<'a> {
+    /// Not at all (`--format none`).
+    None,
+    /// Through the buffered lines.
+    Fast(&'a mut EventListing),
+    /// With each line's function and source line.
+    Symbolized(EventFormat, &'a Symbolizer),
+}
+
 /// Decode `capture`, list its events in `format` (when listed) into
 /// `out`, and print its per-ID summary.
 fn decode_listing(
     args: &DecodeArgs,
-    mut listing: Option<&mut EventListing>,
+    mut listing: Listing<'_>,
     capture: &CaptureSpec,
     images: &Images,
     out: &mut dyn io::Write,
@@ -573,20 +600,24 @@ fn decode_listing(
         capture,
         &mut decoder,
         &mut trace_core::capture::each_event(|e| {
-            let Some(listing) = listing.as_deref_mut() else {
+            if matches!(listing, Listing::None) {
                 return Ok(());
-            };
+            }
             if !only.is_empty() && !only.contains(&e.id) {
                 return Ok(());
             }
             let mem = args
                 .instructions
                 .then(|| by_id.get(&e.id).map_or(&**images.other(), |m| &**m));
-            listing.write(out, e, mem)
+            match &mut listing {
+                Listing::Fast(l) => l.write(out, e, mem),
+                Listing::Symbolized(f, s) => write_event_symbolized(out, *f, e, mem, s),
+                Listing::None => Ok(()),
+            }
         }),
     )
     .map_err(read_failure)?;
-    if let Some(listing) = listing {
+    if let Listing::Fast(listing) = listing {
         listing
             .finish(out)
             .map_err(|e| read_failure(ReadError::Output(e)))?;

@@ -83,12 +83,22 @@ pub struct EventRecord {
     /// The address the trace gives instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traced: Option<u32>,
-    /// Opcode bytes in hex (instruction records).
+    /// The opcode in hex as objdump prints it (instruction records): an
+    /// A32 word, a T32 halfword, or a 32-bit T32 instruction's two
+    /// halfwords, first first, apart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub opcode: Option<String>,
     /// Disassembly (instruction records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// The function and offset of the address (range start or
+    /// instruction), `name+0x10`, when symbols are given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sym: Option<String>,
+    /// Source file and line of the instruction, `file:line`, when symbols
+    /// with DWARF line information are given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub srcline: Option<String>,
 }
 
 impl EventRecord {
@@ -217,8 +227,22 @@ fn write_range_json<W: Write + ?Sized>(
     out.write_all(&line[..at])
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// The opcode as objdump and DS-5 show it: the little-endian A32 word,
+/// T32 halfwords in order (`eb02 0385`).
+#[must_use]
+pub fn opcode_hex(bytes: &[u8], isa: trace_core::event::Isa) -> String {
+    match (isa, bytes) {
+        (trace_core::event::Isa::A32, [a, b, c, d]) => {
+            format!("{:08x}", u32::from_le_bytes([*a, *b, *c, *d]))
+        }
+        (_, [a, b]) => format!("{:04x}", u16::from_le_bytes([*a, *b])),
+        (_, [a, b, c, d]) => format!(
+            "{:04x} {:04x}",
+            u16::from_le_bytes([*a, *b]),
+            u16::from_le_bytes([*c, *d])
+        ),
+        _ => bytes.iter().map(|b| format!("{b:02x}")).collect(),
+    }
 }
 
 /// Write the listing of `e`; with `instructions`, a range is listed
@@ -234,7 +258,7 @@ pub fn write_event<W: Write + ?Sized>(
     instructions: Option<&dyn MemoryImage>,
 ) -> io::Result<()> {
     if let (Some(mem), EventKind::Range(r)) = (instructions, &e.kind) {
-        return write_instructions(out, format, e, r, mem);
+        return write_instructions(out, format, e, r, mem, None);
     }
     match format {
         EventFormat::Jsonl => {
@@ -249,13 +273,15 @@ pub fn write_event<W: Write + ?Sized>(
 }
 
 /// Write the range `r` of `e` instruction by instruction, with
-/// disassembly read from `mem`.
-fn write_instructions<W: Write + ?Sized>(
+/// disassembly read from `mem`, and each instruction's function and
+/// source line from `symbols` when given.
+pub(crate) fn write_instructions<W: Write + ?Sized>(
     out: &mut W,
     format: EventFormat,
     e: &Event,
     r: &Range,
     mem: &dyn MemoryImage,
+    symbols: Option<&crate::symbols::Symbolizer>,
 ) -> io::Result<()> {
     let n = r.count;
     for (k, i) in r.instructions(mem).enumerate() {
@@ -263,6 +289,8 @@ fn write_instructions<W: Write + ?Sized>(
         let text = isa_decode::disassemble(i.opcode(), i.addr, r.isa)
             .unwrap_or_else(|| "<undecodable>".into());
         let executed = !last || r.executed;
+        let sym = symbols.and_then(|s| super::symbolized::sym_off(s, i.addr));
+        let srcline = symbols.and_then(|s| super::symbolized::src_line(s, i.addr));
         match format {
             EventFormat::Jsonl => {
                 let rec = EventRecord {
@@ -272,23 +300,34 @@ fn write_instructions<W: Write + ?Sized>(
                     address: Some(i.addr),
                     isa: Some(r.isa.name().into()),
                     executed: Some(executed),
-                    opcode: Some(hex(i.opcode())),
+                    opcode: Some(opcode_hex(i.opcode(), r.isa)),
                     text: Some(text),
+                    sym,
+                    srcline,
                     ..EventRecord::default()
                 };
                 serde_json::to_writer(&mut *out, &rec)?;
                 out.write_all(b"\n")?;
             }
-            EventFormat::Text => writeln!(
-                out,
-                "{:>10}  {:#04x}  {:08x}  {:<8}  {}{}",
-                e.offset,
-                e.id,
-                i.addr,
-                hex(i.opcode()),
-                text,
-                if executed { "" } else { "  (condition failed)" }
-            )?,
+            EventFormat::Text => {
+                write!(
+                    out,
+                    "{:>10}  {:#04x}  {:08x}  {:<9}  {}{}",
+                    e.offset,
+                    e.id,
+                    i.addr,
+                    opcode_hex(i.opcode(), r.isa),
+                    text,
+                    if executed { "" } else { "  (condition failed)" }
+                )?;
+                if let Some(sym) = sym {
+                    write!(out, "  <{sym}>")?;
+                }
+                if let Some(line) = srcline {
+                    write!(out, "  {line}")?;
+                }
+                out.write_all(b"\n")?;
+            }
         }
     }
     Ok(())

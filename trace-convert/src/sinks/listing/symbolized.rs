@@ -1,0 +1,68 @@
+//! Decode listings with symbols, as `perf script -F ip,sym,symoff,srcline`
+//! shows them: each range with the function and offset of its first
+//! instruction, each instruction (with `--instructions`) with its own and
+//! its source file and line.
+
+use super::events::{write_event, write_instructions, EventFormat, EventRecord};
+use crate::symbols::Symbolizer;
+use std::io::{self, Write};
+use trace_core::event::{Event, EventKind};
+use trace_core::memory::MemoryImage;
+
+/// `name+0x10`: the function covering `addr` and the offset into it.
+#[must_use]
+pub fn sym_off(symbols: &Symbolizer, addr: u32) -> Option<String> {
+    let f = symbols.function(addr)?;
+    Some(format!("{}+{:#x}", f.name, addr.wrapping_sub(f.start)))
+}
+
+/// `file:line` of the instruction at `addr` (the innermost inlined
+/// location).
+#[must_use]
+pub fn src_line(symbols: &Symbolizer, addr: u32) -> Option<String> {
+    let l = symbols.line(addr)?;
+    Some(format!("{}:{}", l.file, l.line))
+}
+
+/// [`write_event`] with symbols: a range's line ends with its first
+/// instruction's `<function+offset>` (JSONL: `sym`); with `instructions`,
+/// every instruction's line with its own and its `file:line` (JSONL:
+/// `sym`, `srcline`).
+///
+/// # Errors
+///
+/// The writer's error.
+pub fn write_event_symbolized<W: Write + ?Sized>(
+    out: &mut W,
+    format: EventFormat,
+    e: &Event,
+    instructions: Option<&dyn MemoryImage>,
+    symbols: &Symbolizer,
+) -> io::Result<()> {
+    let EventKind::Range(r) = &e.kind else {
+        return write_event(out, format, e, instructions);
+    };
+    if let Some(mem) = instructions {
+        return write_instructions(out, format, e, r, mem, Some(symbols));
+    }
+    let Some(sym) = sym_off(symbols, r.start) else {
+        return write_event(out, format, e, None);
+    };
+    match format {
+        EventFormat::Jsonl => {
+            let mut rec = EventRecord::from_event(e);
+            rec.sym = Some(sym);
+            serde_json::to_writer(&mut *out, &rec)?;
+            out.write_all(b"\n")
+        }
+        EventFormat::Text => {
+            let mut line = Vec::with_capacity(128);
+            write_event(&mut line, format, e, None)?;
+            if line.last() == Some(&b'\n') {
+                line.pop();
+            }
+            out.write_all(&line)?;
+            writeln!(out, "  <{sym}>")
+        }
+    }
+}
