@@ -397,3 +397,28 @@ fn listings_take_several_trace_ids() {
     assert_eq!(out.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&out.stderr).contains("one --trace-id"));
 }
+
+/// A `--function` no frame ever had names itself in the warning; one that
+/// ran does not draw it.
+#[test]
+fn a_function_that_never_ran_is_named() {
+    let dir = tmp("nofn");
+    let elf = example().join("example.elf");
+    let elf = elf.to_string_lossy();
+    let out = dir.join("f.folded");
+    let out = out.to_string_lossy();
+    let err = run(
+        &example(),
+        &["--elf", &elf, "--function", "crc_tsak", "--folded", &out],
+    );
+    assert!(
+        err.contains("--function crc_tsak: no function of that name was ever on a call stack"),
+        "{err}"
+    );
+    let err = run(
+        &example(),
+        &["--elf", &elf, "--function", "crc_task", "--folded", &out],
+    );
+    assert!(!err.contains("no function of that name"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

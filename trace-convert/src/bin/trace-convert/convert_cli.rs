@@ -334,6 +334,15 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
     // Every output is complete: all of them take their final names now.
     set.commit().map_err(|e| output_failure(&e))?;
     print_summary(&report, windowed);
+    if let (Some(names), Some(w)) = (args.window.functions_alone(), report.window) {
+        if w.shown == 0 {
+            eprintln!(
+                "trace-convert: --function {}: no function of that name was ever on a call stack \
+                 (the names are those the outputs show: `trace-convert report` lists them)",
+                names.join(", --function ")
+            );
+        }
+    }
     let cycles: u64 = report.ids.values().map(|r| r.cycles).sum();
     let folded = targets.iter().any(|t| t.format.flag == "folded");
     if folded && weight == Weight::Cycles && cycles == 0 {

@@ -33,6 +33,13 @@ fn parse_time(s: &str) -> Result<TimeBound, String> {
 }
 
 impl WindowArgs {
+    /// The functions of `--function`, when no time bound is given with
+    /// them (a window that only they limit).
+    pub fn functions_alone(&self) -> Option<&[String]> {
+        (self.since.is_none() && self.until.is_none() && !self.functions.is_empty())
+            .then_some(self.functions.as_slice())
+    }
+
     /// The window these flags and the trace IDs `ids` ask for.
     pub fn spec(&self, ids: &[u8]) -> WindowSpec {
         WindowSpec {
