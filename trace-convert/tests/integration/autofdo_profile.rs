@@ -20,11 +20,12 @@
 //! it back with the same functions, lines, calls and totals (skipped with
 //! a message when llvm-profdata is not installed, unless `CI` is set).
 
+use super::convert_common::{cli, corpus_program, corpus_traces_with};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use trace_core::memory::{MemoryMap, Space};
-use trace_encode::{encode_etm, encode_ptm, EtmOptions, Flow, PtmOptions, Trace};
+use trace_convert::input::source::Protocol;
+use trace_encode::{PtmOptions, Trace};
 
 /// One function (or inlined copy) of a text sample profile.
 #[derive(Debug, Default, PartialEq)]
@@ -283,21 +284,6 @@ fn compare_with_truth(what: &str, text: &str, elf: &Path, cov: &Path) -> (usize,
     (want.len(), called.values().sum())
 }
 
-fn trace_convert(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_trace-convert"))
-        .current_dir(test_support::repo_root())
-        .args(args)
-        .arg("--no-progress")
-        .output()
-        .expect("run trace-convert");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
 fn profile_of(trace: &Trace, protocol: &str, elf: &Path, dir: &Path) -> String {
     let bin = dir.join(format!("{protocol}.bin"));
     std::fs::write(&bin, &trace.bytes).expect("write capture");
@@ -315,7 +301,7 @@ fn profile_of(trace: &Trace, protocol: &str, elf: &Path, dir: &Path) -> String {
         "--autofdo".as_ref(),
         "-".as_ref(),
     ]);
-    String::from_utf8(trace_convert(&args).stdout).expect("UTF-8")
+    String::from_utf8(cli(&args).stdout).expect("UTF-8")
 }
 
 #[test]
@@ -326,25 +312,17 @@ fn corpus_profiles_equal_the_emulator_truth() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let (mut runs, mut lines, mut calls) = (0, 0, 0);
     for name in test_support::corpus_programs(&dir, ".cov.json") {
-        let elf = dir.join(format!("{name}.elf"));
-        let flow =
-            Flow::parse(&std::fs::read_to_string(dir.join(format!("{name}.flow"))).expect("flow"))
-                .expect("flow parses");
-        let mut mem = MemoryMap::new();
-        mem.add_elf(&elf, Space::Any).expect("ELF");
-        let mut traces = vec![(
-            "etm",
-            encode_etm(&flow.items, &mem, &EtmOptions::default()).expect("ETMv3"),
-        )];
-        if !name.ends_with("-m") {
-            let opts = PtmOptions {
-                return_stack: true,
-                ..PtmOptions::default()
-            };
-            traces.push(("ptm", encode_ptm(&flow.items, &mem, &opts).expect("PTM")));
-        }
+        let (elf, flow, mem) = corpus_program(&dir, &name);
+        let ptm = PtmOptions {
+            return_stack: true,
+            ..PtmOptions::default()
+        };
         let cov = dir.join(format!("{name}.cov.json"));
-        for (protocol, trace) in &traces {
+        for (protocol, trace) in &corpus_traces_with(&name, &flow, &mem, &ptm) {
+            let protocol = match protocol {
+                Protocol::Etmv3 => "etm",
+                Protocol::Ptm => "ptm",
+            };
             let text = profile_of(trace, protocol, &elf, tmp.path());
             let (l, c) = compare_with_truth(&format!("{name} {protocol}"), &text, &elf, &cov);
             lines += l;
@@ -361,7 +339,7 @@ fn corpus_profiles_equal_the_emulator_truth() {
 /// The bundled example's profile, written to a file.
 fn example_profile(dir: &Path) -> PathBuf {
     let out = dir.join("example.afdo");
-    trace_convert(&["--autofdo".as_ref(), out.as_os_str()]);
+    cli(&["--autofdo".as_ref(), out.as_os_str()]);
     out
 }
 

@@ -30,12 +30,12 @@ pub fn available(test: &str) -> bool {
     ok
 }
 
-/// Per address: the inlined functions running there, outermost first,
-/// without the function they are inlined into (empty where no inlined
-/// code runs).
-pub fn inline_chains(elf: &Path, addrs: &[u32]) -> BTreeMap<u32, Vec<String>> {
+/// What the tool prints for `addrs` (one per line on its input) with the
+/// options `opts`.
+fn answers(elf: &Path, opts: &[&str], addrs: &[u32]) -> String {
     let mut child = Command::new(TOOL)
-        .args(["-a", "-f", "-i", "-e"])
+        .args(opts)
+        .arg("-e")
         .arg(elf)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -50,7 +50,14 @@ pub fn inline_chains(elf: &Path, addrs: &[u32]) -> BTreeMap<u32, Vec<String>> {
     let out = child.wait_with_output().expect("addr2line output");
     writer.join().expect("writer").expect("write addresses");
     assert!(out.status.success(), "addr2line failed");
-    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+/// Per address: the inlined functions running there, outermost first,
+/// without the function they are inlined into (empty where no inlined
+/// code runs).
+pub fn inline_chains(elf: &Path, addrs: &[u32]) -> BTreeMap<u32, Vec<String>> {
+    let text = answers(elf, &["-a", "-f", "-i"], addrs);
     // Each address: a line `0x%08x`, then (function, file:line) pairs,
     // innermost first.
     let mut blocks: Vec<(u32, Vec<String>)> = Vec::new();
@@ -83,23 +90,7 @@ pub fn inline_chains(elf: &Path, addrs: &[u32]) -> BTreeMap<u32, Vec<String>> {
 /// one), as `addr2line -a` prints it; addresses it cannot place are left
 /// out.
 pub fn locations(elf: &Path, addrs: &[u32]) -> BTreeMap<u32, String> {
-    let mut child = Command::new(TOOL)
-        .args(["-a", "-e"])
-        .arg(elf)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("addr2line runs");
-    let mut input = String::new();
-    for a in addrs {
-        input.push_str(&format!("{a:#x}\n"));
-    }
-    let mut stdin = child.stdin.take().expect("stdin");
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out = child.wait_with_output().expect("addr2line output");
-    writer.join().expect("writer").expect("write addresses");
-    assert!(out.status.success(), "addr2line failed");
-    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    let text = answers(elf, &["-a"], addrs);
     let mut m = BTreeMap::new();
     let mut lines = text.lines();
     while let (Some(a), Some(loc)) = (lines.next(), lines.next()) {

@@ -164,6 +164,16 @@ pub fn corpus_program(dir: &Path, name: &str) -> (PathBuf, Flow, MemoryMap) {
 /// A corpus program's flow encoded as ETMv3, and as PTM unless it is an
 /// M-profile build (`-m`, whose trace is ETMv3 only).
 pub fn corpus_traces(name: &str, flow: &Flow, mem: &MemoryMap) -> Vec<(Protocol, Trace)> {
+    corpus_traces_with(name, flow, mem, &PtmOptions::default())
+}
+
+/// [`corpus_traces`], the PTM trace encoded with `ptm`.
+pub fn corpus_traces_with(
+    name: &str,
+    flow: &Flow,
+    mem: &MemoryMap,
+    ptm: &PtmOptions,
+) -> Vec<(Protocol, Trace)> {
     let mut traces = vec![(
         Protocol::Etmv3,
         encode_etm(&flow.items, mem, &EtmOptions::default()).expect("etm encode"),
@@ -171,10 +181,27 @@ pub fn corpus_traces(name: &str, flow: &Flow, mem: &MemoryMap) -> Vec<(Protocol,
     if !name.ends_with("-m") {
         traces.push((
             Protocol::Ptm,
-            encode_ptm(&flow.items, mem, &PtmOptions::default()).expect("ptm encode"),
+            encode_ptm(&flow.items, mem, ptm).expect("ptm encode"),
         ));
     }
     traces
+}
+
+/// Run `trace-convert` from the repository root with `args` (and
+/// `--no-progress`), which must succeed.
+pub fn cli<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S]) -> std::process::Output {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_trace-convert"))
+        .current_dir(test_support::repo_root())
+        .args(args)
+        .arg("--no-progress")
+        .output()
+        .expect("run trace-convert");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 /// `trace` written to `bin`, as an input with the flags that describe it.

@@ -11,21 +11,22 @@
 //! run. One decoding thread or two give the same report (and AutoFDO
 //! profile) on a four-core capture and on a capture of several chunks.
 
+use super::convert_common::{
+    cli, corpus_program, corpus_traces_with, folded_map, trace_input, truth_stacks,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use trace_convert::convert::{self, ConvertOptions, Converter};
 use trace_convert::decode::ExtraMemory;
-use trace_convert::input::flags::SourceFlags;
-use trace_convert::input::source::Protocol;
-use trace_convert::input::{self, Input};
+use trace_convert::input::Input;
 use trace_convert::progress::NoProgress;
 use trace_convert::sinks::folded::{FoldedSink, Weight};
 use trace_convert::sinks::report::{ReportFormat, ReportOptions, ReportSink};
 use trace_convert::sinks::SharedBuffer;
 use trace_convert::symbols::Symbolizer;
 use trace_core::memory::{MemoryMap, Space};
-use trace_encode::{encode_etm, encode_ptm, EtmOptions, Flow, FlowItem, PtmOptions, Trace};
+use trace_encode::{Flow, FlowItem, PtmOptions};
 
 /// Per function: (self, total) from folded lines `a;b;c weight`.
 type Counts = BTreeMap<String, (u64, u64)>;
@@ -42,15 +43,6 @@ fn from_folded(lines: &BTreeMap<String, u64>) -> Counts {
         }
     }
     out
-}
-
-fn folded_lines(text: &str) -> BTreeMap<String, u64> {
-    text.lines()
-        .map(|l| {
-            let (stack, w) = l.rsplit_once(' ').expect("`stack weight`");
-            (stack.to_owned(), w.parse().expect("weight"))
-        })
-        .collect()
 }
 
 /// One row of the JSON report.
@@ -101,18 +93,6 @@ fn differences(got: &Counts, want: &Counts) -> Vec<String> {
         .collect()
 }
 
-fn trace_input(trace: &Trace, protocol: Protocol, bin: &Path) -> Input {
-    std::fs::write(bin, &trace.bytes).expect("write capture");
-    let flags = SourceFlags {
-        protocol: Some(protocol),
-        etmcr: Some(trace.regs.etmcr),
-        etmccer: Some(trace.regs.etmccer),
-        etmidr: Some(trace.regs.etmidr),
-        ..SourceFlags::default()
-    };
-    input::resolve(bin, &flags).expect("input")
-}
-
 /// The JSON report and the folded stacks of one decode.
 fn report_and_folded(input: &Input, elf: &Path, inline: bool) -> (String, String) {
     let elves = [elf.to_path_buf()];
@@ -144,17 +124,6 @@ fn report_and_folded(input: &Input, elf: &Path, inline: bool) -> (String, String
     (text(report), text(folded))
 }
 
-fn truth_stacks(cov: &Path) -> BTreeMap<String, u64> {
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(cov).expect("cov.json")).expect("JSON");
-    v["stacks"]
-        .as_object()
-        .expect("stacks")
-        .iter()
-        .map(|(k, w)| (k.clone(), w.as_u64().expect("count")))
-        .collect()
-}
-
 #[test]
 fn corpus_reports_equal_the_emulator_truth() {
     let Some(dir) = test_support::corpus_fixtures() else {
@@ -165,12 +134,7 @@ fn corpus_reports_equal_the_emulator_truth() {
     let mut failures = Vec::new();
     let (mut runs, mut functions, mut inline_rows, mut calls_compared) = (0, 0, 0, 0);
     for name in &names {
-        let elf = dir.join(format!("{name}.elf"));
-        let flow =
-            Flow::parse(&std::fs::read_to_string(dir.join(format!("{name}.flow"))).expect("flow"))
-                .expect("flow parses");
-        let mut mem = MemoryMap::new();
-        mem.add_elf(&elf, Space::Any).expect("ELF");
+        let (elf, flow, mem) = corpus_program(&dir, name);
         let truth = from_folded(&truth_stacks(&dir.join(format!("{name}.cov.json"))));
         let cov: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(dir.join(format!("{name}.cov.json"))).expect("cov.json"),
@@ -195,20 +159,11 @@ fn corpus_reports_equal_the_emulator_truth() {
             .and_then(|f| f["name"].as_str())
             .expect("a function holds the first instruction")
             .to_owned();
-        let mut traces = vec![(
-            Protocol::Etmv3,
-            encode_etm(&flow.items, &mem, &EtmOptions::default()).expect("ETMv3"),
-        )];
-        if !name.ends_with("-m") {
-            let opts = PtmOptions {
-                return_stack: true,
-                ..PtmOptions::default()
-            };
-            traces.push((
-                Protocol::Ptm,
-                encode_ptm(&flow.items, &mem, &opts).expect("PTM"),
-            ));
-        }
+        let ptm = PtmOptions {
+            return_stack: true,
+            ..PtmOptions::default()
+        };
+        let traces = corpus_traces_with(name, &flow, &mem, &ptm);
         for (protocol, trace) in &traces {
             let bin = tmp.path().join(format!("{name}-{}.bin", protocol.name()));
             let input = trace_input(trace, *protocol, &bin);
@@ -236,7 +191,7 @@ fn corpus_reports_equal_the_emulator_truth() {
             // With inlined rows: our folded stacks with inlined frames.
             let (json, folded) = report_and_folded(&input, &elf, true);
             let got = instruction_counts(&report_rows(&json));
-            let want = from_folded(&folded_lines(&folded));
+            let want = from_folded(&folded_map(&folded));
             let d = differences(&got, &want);
             if !d.is_empty() {
                 failures.push(format!("{what} inlined: {}", d.join("; ")));
@@ -256,18 +211,7 @@ fn corpus_reports_equal_the_emulator_truth() {
 }
 
 fn trace_convert(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_trace-convert"))
-        .current_dir(test_support::repo_root())
-        .args(args)
-        .arg("--no-progress")
-        .output()
-        .expect("run trace-convert");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
+    String::from_utf8(cli(args).stdout).expect("UTF-8")
 }
 
 /// The example through the command line: `report` and `--folded` from
@@ -280,7 +224,7 @@ fn example_run(extra: &[&str], weight: &str) -> (BTreeMap<String, Row>, Counts) 
     args.extend(["--folded-weight", weight]);
     args.extend(extra);
     let rows = report_rows(&trace_convert(&args));
-    let lines = folded_lines(&std::fs::read_to_string(&folded).expect("folded"));
+    let lines = folded_map(&std::fs::read_to_string(&folded).expect("folded"));
     (rows, from_folded(&lines))
 }
 
