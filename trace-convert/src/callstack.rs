@@ -960,8 +960,8 @@ mod tests {
             _ => s.apply(e, 0, sym),
         }
     }
+    use crate::test_events::range;
     use trace_core::event::Isa;
-    use trace_core::memory::Space;
 
     fn ev(kind: EventKind) -> Event {
         Event {
@@ -969,23 +969,6 @@ mod tests {
             id: 1,
             kind,
         }
-    }
-
-    fn range(start: u32, count: u32, last: InsnClass, link: bool, ret: bool) -> Event {
-        ev(EventKind::Range(Range {
-            start,
-            end: start + 4 * count,
-            count,
-            isa: Isa::A32,
-            last_size: 4,
-            last,
-            link,
-            ret,
-            cond: false,
-            executed: true,
-            cycles: None,
-            space: Space::Any,
-        }))
     }
 
     fn names(s: &CallStacks, key: ThreadKey) -> Vec<String> {

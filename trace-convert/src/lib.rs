@@ -12,4 +12,6 @@ pub mod plural;
 pub mod progress;
 pub mod sinks;
 pub mod symbols;
+#[cfg(test)]
+mod test_events;
 pub mod window;

@@ -490,8 +490,8 @@ mod tests {
     use crate::callstack::{Frame, FuncId, Names};
     use crate::clock::ClockInfo;
     use crate::symbols::Symbolizer;
-    use trace_core::event::{InsnClass, Isa, Range};
-    use trace_core::memory::Space;
+    use crate::test_events::range;
+    use trace_core::event::InsnClass;
 
     fn frame(func: u32, kind: FrameKind) -> Frame {
         Frame {
@@ -500,27 +500,6 @@ mod tests {
             ret: None,
             kind,
             start: 0,
-        }
-    }
-
-    fn range(count: u32) -> Event {
-        Event {
-            offset: 0,
-            id: 0x10,
-            kind: EventKind::Range(Range {
-                start: 0x1000,
-                end: 0x1000 + 4 * count,
-                count,
-                isa: Isa::default(),
-                last_size: 4,
-                last: InsnClass::Other,
-                link: false,
-                ret: false,
-                cond: false,
-                executed: true,
-                cycles: None,
-                space: Space::NonSecure,
-            }),
         }
     }
 
@@ -565,7 +544,8 @@ mod tests {
                 memory: None,
                 clock: &self.clock,
             };
-            self.stacks.event(&range(count), &ctx);
+            self.stacks
+                .event(&range(0x1000, count, InsnClass::Other, false, false), &ctx);
         }
     }
 

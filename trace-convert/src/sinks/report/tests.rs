@@ -9,30 +9,9 @@ use crate::convert::Converter;
 use crate::sinks::folded::{FoldedSink, Weight};
 use crate::sinks::SharedBuffer;
 use crate::symbols::{Function, Symbolizer};
+use crate::test_events::range;
 use std::collections::BTreeMap;
-use trace_core::event::{Event, EventKind, InsnClass, Isa, Range};
-use trace_core::memory::Space;
-
-fn range(start: u32, count: u32, last: InsnClass, link: bool, ret: bool) -> Event {
-    Event {
-        offset: 0,
-        id: 1,
-        kind: EventKind::Range(Range {
-            start,
-            end: start + 4 * count,
-            count,
-            isa: Isa::A32,
-            last_size: 4,
-            last,
-            link,
-            ret,
-            cond: false,
-            executed: true,
-            cycles: None,
-            space: Space::Any,
-        }),
-    }
-}
+use trace_core::event::{Event, InsnClass};
 
 fn symbols() -> Symbolizer {
     let f = |start: u32, end: u32, name: &str| Function {
