@@ -62,13 +62,29 @@ use crate::symbols::{hex_name, InlineScope, InlineSite, Symbolizer};
 use trace_core::event::{Event, EventKind, InsnClass, Range};
 
 /// Who executed the code: a core (trace ID) and, when context IDs are
-/// traced, a process (context ID).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// traced, a process (context ID); in a per-thread perf.data recording,
+/// also the Linux thread whose trace it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct ThreadKey {
     /// Trace ID of the source (one per core).
     pub id: u8,
     /// Context ID, when the trace carries one.
     pub context: Option<u32>,
+    /// The Linux thread ID, when the input says whose trace it is (see
+    /// [`CallStacks::set_task`]).
+    pub task: Option<u32>,
+}
+
+impl ThreadKey {
+    /// The thread of trace ID `id`, with no context ID and no task.
+    #[must_use]
+    pub const fn of_id(id: u8) -> ThreadKey {
+        ThreadKey {
+            id,
+            context: None,
+            task: None,
+        }
+    }
 }
 
 /// Default bound of the stack depth.
@@ -357,6 +373,8 @@ pub struct CallStacks {
     slots: FastMap<ThreadKey, usize>,
     /// Per trace ID: its current context ID.
     context: Vec<Option<u32>>,
+    /// The Linux thread the events now fed belong to.
+    task: Option<u32>,
     /// Per trace ID: the index of its current thread, or `usize::MAX`.
     current_slot: Box<[usize; 256]>,
     /// Everything but the threads, so that a thread and the rest can be
@@ -392,6 +410,7 @@ impl CallStacks {
             keys: Vec::new(),
             slots: FastMap::default(),
             context: vec![None; 256],
+            task: None,
             current_slot: Box::new([usize::MAX; 256]),
             shared: Shared {
                 names: Names::default(),
@@ -454,6 +473,17 @@ impl CallStacks {
         ThreadKey {
             id,
             context: self.context[usize::from(id)],
+            task: self.task,
+        }
+    }
+
+    /// Say which Linux thread the events fed from now on belong to
+    /// (`None`: unknown): the trace of each thread of a per-thread
+    /// perf.data recording gets stacks of its own.
+    pub fn set_task(&mut self, task: Option<u32>) {
+        if task != self.task {
+            self.task = task;
+            self.current_slot.fill(usize::MAX);
         }
     }
 

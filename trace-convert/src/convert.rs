@@ -28,7 +28,7 @@ mod windowed;
 use crate::callstack::{CallStacks, StackStats};
 use crate::clock::{ClockInfo, ClockKind, Clocks};
 use crate::decode::{self as dec, ExtraMemory};
-use crate::input::source::SourceSpec;
+use crate::input::source::{SourceSpec, Task};
 use crate::input::{Input, InputError};
 use crate::packets::ReadError;
 use crate::progress::Progress;
@@ -459,6 +459,19 @@ impl<'a> Converter<'a> {
     pub fn set_info(&mut self, input: String, sources: Vec<SourceName>) {
         self.info.input = input;
         self.info.sources = sources;
+    }
+
+    /// Name the Linux threads of the run for the sinks (before the first
+    /// event): see [`RunInfo::tasks`].
+    pub fn set_tasks(&mut self, tasks: Vec<Task>) {
+        self.info.tasks = tasks;
+    }
+
+    /// Say which Linux thread the events fed from now on belong to
+    /// (`None`: unknown, or not a per-thread recording): each thread gets
+    /// stacks and tracks of its own.
+    pub fn set_task(&mut self, tid: Option<u32>) {
+        self.stacks.set_task(tid);
     }
 
     /// Record the packet parser's counters of a decoded capture.
@@ -986,6 +999,19 @@ pub fn source_names(input: &Input) -> Vec<SourceName> {
         .collect()
 }
 
+/// The Linux threads whose trace the captures of `input` are, each once.
+#[must_use]
+pub fn input_tasks(input: &Input) -> Vec<Task> {
+    let mut tasks: Vec<Task> = input
+        .captures
+        .iter()
+        .filter_map(|c| c.task.clone())
+        .collect();
+    tasks.sort();
+    tasks.dedup();
+    tasks
+}
+
 /// The core `source` traces, named and typed as the snapshot's device
 /// file says (`cpu_0 Cortex-A7`; the name alone when it holds the type,
 /// as `Cortex-A15_0`), else as the input names it (`cpu3` of
@@ -997,6 +1023,9 @@ pub fn core_label(input: &Input, source: &SourceSpec) -> Option<String> {
         .as_ref()
         .and_then(|s| s.core_of(&source.name))
     {
+        // A core of unknown type (a perf.data recording's, one per CPU
+        // and process) is named as the source names it.
+        Some(core) if core.kind.is_empty() => source.core.clone(),
         // `Cortex-A15_0` says its type already.
         Some(core) if core.name.contains(&core.kind) => Some(core.name.clone()),
         Some(core) => Some(format!("{} {}", core.name, core.kind)),
@@ -1026,8 +1055,10 @@ pub fn convert_input(
         .map(|c| c.path.display().to_string())
         .unwrap_or_default();
     conv.set_info(name, sources);
+    conv.set_tasks(input_tasks(input));
     conv.begin().map_err(ConvertError::Output)?;
     for capture in &input.captures {
+        conv.set_task(capture.task.as_ref().map(|t| t.tid));
         let size = capture.size();
         conv.add_capture(capture.path.clone(), size);
         // Per trace ID, looked up only for the events that need it.

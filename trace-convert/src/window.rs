@@ -498,14 +498,8 @@ mod tests {
             .on(&clock(ClockKind::Instructions, None))
             .expect("window");
         let names = Names::default();
-        let t = ThreadKey {
-            id: 0x10,
-            context: None,
-        };
-        let other = ThreadKey {
-            id: 0x11,
-            context: None,
-        };
+        let t = ThreadKey::of_id(0x10);
+        let other = ThreadKey::of_id(0x11);
         assert_eq!(w.step(t, 50, true, &[], &names, 1), Step::Hide);
         assert_eq!(w.step(t, 100, true, &[], &names, 1), Step::Enter);
         assert_eq!(w.step(t, 199, true, &[], &names, 1), Step::Show);

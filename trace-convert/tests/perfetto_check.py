@@ -16,7 +16,9 @@ Checks, failing with exit status 1 and a message:
 
 Prints a JSON summary on standard output: for each track (by name) its
 kind, parent name, slices [name, begin, end, depth], instants [name, ts]
-and counter values [ts, value]. With a trace_processor_shell path, also
+and counter values [ts, value]; and "descriptors", every track in order
+of declaration with its kind, name, process and thread IDs (process and
+thread tracks) and number of slices. With a trace_processor_shell path, also
 loads the trace in Perfetto's trace processor and adds "tp_slices", the
 number of slices it finds.
 """
@@ -83,8 +85,15 @@ def main():
                 if d.parent_uuid not in tracks:
                     fail(f"packet {i}: parent {d.parent_uuid} undeclared")
                 parent = tracks[d.parent_uuid]["name"]
+            pid = tid = None
+            if kind == "thread":
+                pid, tid = d.thread.pid, d.thread.tid
+            elif kind == "process":
+                pid = d.process.pid
             tracks[d.uuid] = {
                 "name": name,
+                "pid": pid,
+                "tid": tid,
                 "kind": kind,
                 "parent": parent,
                 "unit": d.counter.unit_name if kind == "counter" else None,
@@ -148,7 +157,20 @@ def main():
     for uuid, stack in stacks.items():
         if stack:
             fail(f"track {tracks[uuid]['name']}: {len(stack)} slices left open")
-    out = {"tracks": {t["name"]: t for t in tracks.values()}}
+    out = {
+        "tracks": {t["name"]: t for t in tracks.values()},
+        "descriptors": [
+            {
+                "kind": t["kind"],
+                "name": t["name"],
+                "parent": t["parent"],
+                "pid": t["pid"],
+                "tid": t["tid"],
+                "slices": len(t["slices"]),
+            }
+            for t in tracks.values()
+        ],
+    }
     if len(sys.argv) > 2:
         from perfetto.trace_processor import TraceProcessor, TraceProcessorConfig
 

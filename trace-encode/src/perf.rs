@@ -41,6 +41,9 @@ pub struct AuxPiece {
 pub struct AuxBuffer {
     /// The CPU of a per-CPU recording; `None` for a per-thread one.
     pub cpu: Option<u32>,
+    /// A per-thread recording's thread whose trace the buffer holds;
+    /// `None`: the main thread ([`PerfSpec::pid`]).
+    pub tid: Option<u32>,
     /// Its pieces, in order.
     pub pieces: Vec<AuxPiece>,
 }
@@ -56,6 +59,23 @@ pub struct PerfMmap {
     pub pgoff: u64,
     /// The file's path as the recording machine knew it.
     pub filename: String,
+}
+
+/// A thread started after the traced process ([`PerfSpec::pid`]): a
+/// FORK record, then COMM (an exec for a new process), then its
+/// mappings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PerfTask {
+    /// Its process: a new process (forked from [`PerfSpec::pid`], then
+    /// its COMM marked as an exec) when equal to `tid`, else a thread of
+    /// that process.
+    pub pid: u32,
+    /// The thread.
+    pub tid: u32,
+    /// Its command name.
+    pub comm: String,
+    /// A new process's executable mappings.
+    pub mmaps: Vec<PerfMmap>,
 }
 
 /// A recording to write.
@@ -82,6 +102,8 @@ pub struct PerfSpec {
     pub comm: String,
     /// Its executable mappings.
     pub mmaps: Vec<PerfMmap>,
+    /// Threads and processes started after it.
+    pub tasks: Vec<PerfTask>,
     /// The AUXTRACE buffers.
     pub buffers: Vec<AuxBuffer>,
     /// The event attribute's `config`; `None`: the first source's ETMCR
@@ -160,6 +182,24 @@ fn record(
         }
         out.u64(EVENT_ID);
     }
+}
+
+/// The body of an MMAP2 record of `m` in process `pid`, thread `tid`.
+fn mmap_body(pid: u32, tid: u32, m: &PerfMmap) -> Vec<u8> {
+    let mut b = Out(Vec::new());
+    b.u32(pid);
+    b.u32(tid);
+    b.u64(m.start);
+    b.u64(m.len);
+    b.u64(m.pgoff);
+    b.u32(0); // maj
+    b.u32(0); // min
+    b.u64(0); // ino
+    b.u64(0); // ino generation
+    b.u32(5); // PROT_READ | PROT_EXEC
+    b.u32(2); // MAP_PRIVATE
+    b.bytes(&padded(&m.filename));
+    b.0
 }
 
 /// A NUL-terminated string padded to 8 bytes.
@@ -309,20 +349,30 @@ pub fn write_perf_data(spec: &PerfSpec) -> Vec<u8> {
     b.bytes(&padded(&spec.comm));
     record(&mut out, 3, 0x2000, &b.0, sample_cpu(None));
     for m in &spec.mmaps {
+        record(&mut out, 10, 2, &mmap_body(pid, pid, m), sample_cpu(None));
+    }
+    for t in &spec.tasks {
+        let task_sample = Some((t.pid, t.tid, per_cpu.then_some(0)));
+        // A new process is forked from the traced one and execs; a thread
+        // is cloned by its process's main thread.
+        let new_process = t.tid == t.pid && t.pid != pid;
+        let parent = if new_process { pid } else { t.pid };
         let mut b = Out(Vec::new());
-        b.u32(pid);
-        b.u32(pid);
-        b.u64(m.start);
-        b.u64(m.len);
-        b.u64(m.pgoff);
-        b.u32(0); // maj
-        b.u32(0); // min
-        b.u64(0); // ino
-        b.u64(0); // ino generation
-        b.u32(5); // PROT_READ | PROT_EXEC
-        b.u32(2); // MAP_PRIVATE
-        b.bytes(&padded(&m.filename));
-        record(&mut out, 10, 2, &b.0, sample_cpu(None));
+        b.u32(t.pid);
+        b.u32(parent);
+        b.u32(t.tid);
+        b.u32(parent);
+        b.u64(0); // time
+        record(&mut out, 7, 0, &b.0, task_sample);
+        let mut b = Out(Vec::new());
+        b.u32(t.pid);
+        b.u32(t.tid);
+        b.bytes(&padded(&t.comm));
+        let exec = if new_process { 0x2000 } else { 0 };
+        record(&mut out, 3, exec, &b.0, task_sample);
+        for m in &t.mmaps {
+            record(&mut out, 10, 2, &mmap_body(t.pid, t.tid, m), task_sample);
+        }
     }
     if spec.hw_id_records {
         for s in &spec.sources {
@@ -336,10 +386,29 @@ pub fn write_perf_data(spec: &PerfSpec) -> Vec<u8> {
     b.u32(pid);
     record(&mut out, 12, 0, &b.0, sample_cpu(None));
     // Per AUX area (CPU, or the thread): the running AUX offset.
-    let mut aux_offset: std::collections::BTreeMap<Option<u32>, u64> = Default::default();
+    let mut aux_offset: std::collections::BTreeMap<(Option<u32>, Option<u32>), u64> =
+        Default::default();
+    // A per-thread buffer's thread and its process.
+    let task_of = |buf: &AuxBuffer| {
+        let tid = buf.tid.unwrap_or(pid);
+        let owner = spec
+            .tasks
+            .iter()
+            .find(|t| t.tid == tid)
+            .map_or(pid, |t| t.pid);
+        (owner, tid)
+    };
+    // Per-thread recordings: one AUX area per thread, in order of first use.
+    let mut areas: Vec<u32> = Vec::new();
     let mut index = Vec::new();
     for (n, buf) in spec.buffers.iter().enumerate() {
-        let start = *aux_offset.get(&buf.cpu).unwrap_or(&0);
+        let area = (buf.cpu, buf.tid);
+        let start = *aux_offset.get(&area).unwrap_or(&0);
+        let (owner, tid) = task_of(buf);
+        let aux_sample = match buf.cpu {
+            Some(_) => sample_cpu(buf.cpu),
+            None => Some((owner, tid, None)),
+        };
         let mut at = start;
         for p in &buf.pieces {
             let flags = u64::from(p.truncated) | if spec.raw { 0x100 } else { 0 };
@@ -347,7 +416,7 @@ pub fn write_perf_data(spec: &PerfSpec) -> Vec<u8> {
             b.u64(at);
             b.u64(p.data.len() as u64);
             b.u64(flags);
-            record(&mut out, 11, 0, &b.0, sample_cpu(buf.cpu));
+            record(&mut out, 11, 0, &b.0, aux_sample);
             at += p.data.len() as u64;
         }
         let data: Vec<u8> = buf.pieces.iter().flat_map(|p| p.data.clone()).collect();
@@ -358,20 +427,25 @@ pub fn write_perf_data(spec: &PerfSpec) -> Vec<u8> {
         index.push((out.len(), 48));
         let idx = match buf.cpu {
             Some(c) => spec.sources.iter().position(|s| s.cpu == c).unwrap_or(n) as u32,
-            None => 0,
+            None => {
+                if !areas.contains(&tid) {
+                    areas.push(tid);
+                }
+                areas.iter().position(|&t| t == tid).unwrap_or(0) as u32
+            }
         };
         let mut b = Out(Vec::new());
         b.u64(padded_len as u64);
         b.u64(start);
         b.u64(n as u64);
         b.u32(idx);
-        b.u32(if buf.cpu.is_some() { u32::MAX } else { pid });
+        b.u32(if buf.cpu.is_some() { u32::MAX } else { tid });
         b.u32(buf.cpu.unwrap_or(u32::MAX));
         b.u32(0);
         record(&mut out, 71, 0, &b.0, None);
         out.bytes(&data);
         out.0.resize(out.0.len() + (padded_len - data.len()), 0);
-        aux_offset.insert(buf.cpu, start + data.len() as u64);
+        aux_offset.insert(area, start + data.len() as u64);
     }
     let data_size = out.len() - data_at;
     if !spec.piped {

@@ -188,6 +188,7 @@ impl SourceFlags {
             skipped: Vec::new(),
             within: None,
             range: None,
+            task: None,
         })
     }
 }

@@ -47,6 +47,23 @@ pub struct CaptureSpec {
     /// length (a piece of AUX data in a perf.data file); `None`: all of
     /// it. Offsets in packets and events stay offsets in the file.
     pub range: Option<(u64, u64)>,
+    /// The Linux thread whose trace the capture is (a per-thread perf.data
+    /// recording), when known.
+    pub task: Option<Task>,
+}
+
+/// A Linux thread and its process, as a perf.data recording names them
+/// (COMM and FORK records).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Task {
+    /// The process ID.
+    pub pid: u32,
+    /// The thread ID.
+    pub tid: u32,
+    /// The process's command name (its main thread's).
+    pub process: String,
+    /// The thread's command name.
+    pub thread: String,
 }
 
 impl CaptureSpec {
@@ -157,6 +174,7 @@ impl CaptureSpec {
                     skipped,
                     within: Some((snap.folder.clone(), buffer.file.clone())),
                     range: None,
+                    task: None,
                 }
             })
             .collect()

@@ -7,6 +7,10 @@
 //!   `process_name` and `thread_name` metadata name them, a core after
 //!   the snapshot's core when known (`cpu_0 Cortex-A7 (trace ID 0x10,
 //!   ETMv3)`, see [`SourceName::thread_name`](super::SourceName::thread_name)).
+//!   The threads of a per-thread perf.data recording are Linux's: `pid`
+//!   and `tid` as the recording gives them, named by their commands (a
+//!   thread traced on a second core gets a second track, `tid` above 2^32,
+//!   named `thread on core`).
 //! - Every frame of the reconstructed call stack is a `B`/`E` pair named
 //!   by its function, category its [`FrameKind`]; every `B` gets its `E`
 //!   (open frames close at the end of the trace). Within a thread the
@@ -26,7 +30,8 @@
 
 use super::coalesce::{Held, Instants};
 use crate::clock::ClockInfo;
-use crate::fast_map::FastMap;
+use crate::fast_map::{FastMap, FastSet};
+use crate::input::source::Task;
 use crate::sinks::{EventCtx, Flow, Interest, NoParts, Output, RunInfo, Sink, ThreadKey};
 use std::io;
 use trace_core::event::{Event, EventKind};
@@ -39,6 +44,11 @@ pub struct ChromeSink<W: Output> {
     pids: FastMap<Option<u32>, u64>,
     known: FastMap<ThreadKey, (u64, u64)>,
     names: FastMap<u8, String>,
+    /// The Linux threads of the run, by thread ID.
+    tasks: FastMap<u32, Task>,
+    /// The Linux processes and threads whose names are written.
+    task_pids: FastSet<u64>,
+    task_tids: FastSet<(u64, u64)>,
     /// Instants held until their thread's stack changes.
     instants: Instants,
     /// Each function's name as a JSON string, by its id.
@@ -58,6 +68,9 @@ impl<W: Output> ChromeSink<W> {
             pids: FastMap::default(),
             known: FastMap::default(),
             names: FastMap::default(),
+            tasks: FastMap::default(),
+            task_pids: FastSet::default(),
+            task_tids: FastSet::default(),
             instants: Instants::default(),
             json_names: Vec::new(),
             line: Vec::with_capacity(256),
@@ -112,6 +125,9 @@ impl<W: Output> ChromeSink<W> {
         if let Some(ids) = self.known.get(&thread) {
             return Ok(*ids);
         }
+        if let Some(tid) = thread.task {
+            return self.task_ids(thread, tid);
+        }
         let next = 2 + self.pids.values().filter(|&&p| p >= 2).count() as u64;
         let new_pid = !self.pids.contains_key(&thread.context);
         let pid = *self
@@ -143,6 +159,44 @@ impl<W: Output> ChromeSink<W> {
         )?;
         self.known.insert(thread, (pid, tid));
         Ok((pid, tid))
+    }
+
+    /// The process and thread of a Linux thread's track: its own `pid` and
+    /// `tid`, named after its command. The same thread traced by another
+    /// core (it migrated) gets a track of its own, `tid` above 2^32.
+    fn task_ids(&mut self, thread: ThreadKey, tid: u32) -> io::Result<(u64, u64)> {
+        let (pid, pname, tname) = match self.tasks.get(&tid) {
+            Some(t) => (u64::from(t.pid), t.process.clone(), t.thread.clone()),
+            None => (u64::from(tid), format!(":{tid}"), format!(":{tid}")),
+        };
+        if self.task_pids.insert(pid) {
+            self.sep()?;
+            write!(
+                self.out,
+                r#"{{"ph":"M","pid":{pid},"tid":0,"name":"process_name","args":{{"name":{}}}}}"#,
+                json_str(&pname)
+            )?;
+        }
+        let (track, name) = if self.task_tids.insert((pid, u64::from(tid))) {
+            (u64::from(tid), tname)
+        } else {
+            let core = self
+                .names
+                .get(&thread.id)
+                .cloned()
+                .unwrap_or_else(|| format!("trace ID {:#04x}", thread.id));
+            let track = ((u64::from(thread.id) + 1) << 32) | u64::from(tid);
+            self.task_tids.insert((pid, track));
+            (track, format!("{tname} on {core}"))
+        };
+        self.sep()?;
+        write!(
+            self.out,
+            r#"{{"ph":"M","pid":{pid},"tid":{track},"name":"thread_name","args":{{"name":{}}}}}"#,
+            json_str(&name)
+        )?;
+        self.known.insert(thread, (pid, track));
+        Ok((pid, track))
     }
 
     /// An instant's line up to its name, in `self.line`.
@@ -277,6 +331,9 @@ impl<W: Output> Sink for ChromeSink<W> {
     fn begin(&mut self, info: &RunInfo) -> io::Result<()> {
         for s in &info.sources {
             self.names.insert(s.id, s.thread_name());
+        }
+        for t in &info.tasks {
+            self.tasks.insert(t.tid, t.clone());
         }
         write!(
             self.out,

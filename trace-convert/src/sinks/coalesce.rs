@@ -20,7 +20,7 @@
 //! use trace_convert::sinks::coalesce::Instants;
 //! use trace_convert::sinks::ThreadKey;
 //!
-//! let t = ThreadKey { id: 0x10, context: None };
+//! let t = ThreadKey::of_id(0x10);
 //! let mut held = Instants::default();
 //! for time in [5, 9, 12] {
 //!     held.push(t, time, "memory not accessible: 0x00001000".to_owned());
@@ -116,14 +116,8 @@ mod tests {
 
     #[test]
     fn identical_instants_of_a_run_become_one_per_thread() {
-        let a = ThreadKey {
-            id: 1,
-            context: None,
-        };
-        let b = ThreadKey {
-            id: 2,
-            context: None,
-        };
+        let a = ThreadKey::of_id(1);
+        let b = ThreadKey::of_id(2);
         let mut i = Instants::default();
         i.push(a, 1, "x".into());
         i.push(b, 2, "x".into());
@@ -147,10 +141,7 @@ mod tests {
 
     #[test]
     fn a_full_run_says_so() {
-        let t = ThreadKey {
-            id: 1,
-            context: None,
-        };
+        let t = ThreadKey::of_id(1);
         let mut i = Instants::default();
         for n in 0..MAX_DISTINCT - 1 {
             assert!(!i.push(t, 0, format!("{n}")));

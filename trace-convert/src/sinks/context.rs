@@ -4,6 +4,7 @@
 
 use crate::callstack::{Frame, Names, ThreadKey};
 use crate::clock::ClockInfo;
+use crate::input::source::Task;
 use crate::symbols::Symbolizer;
 use trace_core::event::{Event, EventKind};
 use trace_core::memory::MemoryImage;
@@ -66,6 +67,17 @@ pub struct RunInfo {
     pub clock: ClockInfo,
     /// The trace sources.
     pub sources: Vec<SourceName>,
+    /// The Linux threads of a per-thread perf.data recording, which
+    /// [`ThreadKey::task`] names.
+    pub tasks: Vec<Task>,
+}
+
+impl RunInfo {
+    /// The Linux thread `tid`, when the run names it.
+    #[must_use]
+    pub fn task(&self, tid: u32) -> Option<&Task> {
+        self.tasks.iter().find(|t| t.tid == tid)
+    }
 }
 
 /// A trace source as the outputs name it.

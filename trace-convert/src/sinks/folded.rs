@@ -13,7 +13,10 @@
 //! [`SourceName::thread_name`]), else `trace ID 0x10 (ETMv3)`, or
 //! `trace ID 0x10` for a source the run did not name; with context IDs
 //! the context first (`context 0x2a/cpu_0 Cortex-A7 (trace ID 0x10,
-//! ETMv3)`).
+//! ETMv3)`). The threads of a per-thread perf.data recording are named
+//! after their process instead (`app (pid 1234)`), on every stack: the
+//! threads of one process, on whichever cores they ran, add up to one
+//! set of stacks per process.
 //!
 //! An inferred caller (a return out of the outermost frame) is placed
 //! under everything that ran before it since the trace (re)started, as
@@ -27,6 +30,7 @@
 
 use crate::callstack::FrameKind;
 use crate::fast_map::FastMap;
+use crate::input::source::Task;
 use crate::sinks::{EventCtx, Flow, NoParts, Output, RunInfo, Sink, SourceName, ThreadKey};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -100,6 +104,10 @@ pub struct FoldedStacks {
     free: Vec<u32>,
     /// The name of each source's thread, by trace ID.
     source_names: FastMap<u8, String>,
+    /// The name of each Linux thread's process, by thread ID.
+    task_names: FastMap<u32, String>,
+    /// Some thread is a Linux thread: every stack starts with its process.
+    by_process: bool,
 }
 
 impl FoldedStacks {
@@ -120,6 +128,17 @@ impl FoldedStacks {
             runs: FastMap::default(),
             free: Vec::new(),
             source_names: FastMap::default(),
+            task_names: FastMap::default(),
+            by_process: false,
+        }
+    }
+
+    /// Name the Linux threads of a per-thread recording after their
+    /// processes (`app (pid 1234)`); before the first event.
+    pub fn set_tasks(&mut self, tasks: &[Task]) {
+        for t in tasks {
+            self.task_names
+                .insert(t.tid, format!("{} (pid {})", t.process, t.pid));
         }
     }
 
@@ -305,9 +324,16 @@ impl FoldedStacks {
             Some(name) => name.clone(),
             None => format!("trace ID {:#04x}", thread.id),
         };
-        let text = match thread.context {
-            Some(c) => format!("context {c:#x}/{core}"),
-            None => core,
+        let text = match (thread.task, thread.context) {
+            (Some(tid), _) => {
+                self.by_process = true;
+                self.task_names
+                    .get(&tid)
+                    .cloned()
+                    .unwrap_or_else(|| format!(":{tid}"))
+            }
+            (None, Some(c)) => format!("context {c:#x}/{core}"),
+            (None, None) => core,
         };
         let l = self.label(text);
         let n = self.node(NONE, l, NONE);
@@ -429,7 +455,7 @@ impl FoldedStacks {
             let mut guard = 0usize;
             while let Some(node) = cur {
                 let is_thread = node.parent == NONE;
-                if !is_thread || threads > 1 || parts.is_empty() {
+                if !is_thread || threads > 1 || self.by_process || parts.is_empty() {
                     parts.push(
                         self.labels
                             .get(node.label as usize)
@@ -470,6 +496,7 @@ impl<W: Output> Sink for FoldedSink<W> {
 
     fn begin(&mut self, info: &RunInfo) -> io::Result<()> {
         self.stacks.set_sources(&info.sources);
+        self.stacks.set_tasks(&info.tasks);
         Ok(())
     }
 
@@ -529,10 +556,7 @@ mod tests {
             let closed: Vec<Frame> = self.stack.drain(keep..).rev().collect();
             self.stack.extend_from_slice(opened);
             let ctx = EventCtx {
-                thread: ThreadKey {
-                    id: 0x10,
-                    context: None,
-                },
+                thread: ThreadKey::of_id(0x10),
                 time: 0,
                 end: 0,
                 cycles: 0,

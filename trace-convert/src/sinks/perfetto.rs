@@ -13,8 +13,11 @@
 //! context IDs, one process per context ID (2, 3, ... in order of
 //! appearance) holding a thread track per core. A thread track is named
 //! after the snapshot's core when known (`cpu_0 Cortex-A7 (trace ID 0x10,
-//! ETMv3)`, see [`SourceName::thread_name`](super::SourceName::thread_name)). Timestamps are
-//! nanoseconds on the run's clock (see [`crate::clock`]).
+//! ETMv3)`, see [`SourceName::thread_name`](super::SourceName::thread_name)). The threads of a
+//! per-thread perf.data recording are Linux's: their own process and
+//! thread IDs, named by their commands (a thread traced on a second core
+//! gets a second track inside its thread's, `thread on core`). Timestamps
+//! are nanoseconds on the run's clock (see [`crate::clock`]).
 
 pub mod writer;
 
@@ -22,7 +25,8 @@ use self::writer::{NameId, PerfettoWriter, TrackId};
 use super::coalesce::{Held, Instants};
 use crate::callstack::FuncId;
 use crate::clock::ClockInfo;
-use crate::fast_map::FastMap;
+use crate::fast_map::{FastMap, FastSet};
+use crate::input::source::Task;
 use crate::sinks::{EventCtx, Flow, Interest, NoParts, Output, RunInfo, Sink, ThreadKey};
 use std::io;
 use trace_core::event::{Event, EventKind};
@@ -58,6 +62,12 @@ struct Layout {
     pids: FastMap<Option<u32>, i32>,
     tracks: FastMap<ThreadKey, Tracks>,
     names: FastMap<u8, String>,
+    /// The Linux threads of the run, by thread ID.
+    tasks: FastMap<u32, Task>,
+    /// The Linux processes declared.
+    task_pids: FastSet<u32>,
+    /// The thread track of each Linux thread declared.
+    task_tracks: FastMap<u32, TrackId>,
 }
 
 impl<W: Output> std::fmt::Debug for PerfettoSink<W> {
@@ -126,6 +136,9 @@ impl Layout {
         if let Some(t) = self.tracks.get(&thread) {
             return Ok(*t);
         }
+        if let Some(tid) = thread.task {
+            return self.declare_task(w, thread, tid);
+        }
         let pid = match self.pids.get(&thread.context) {
             Some(p) => *p,
             None => {
@@ -162,6 +175,54 @@ impl Layout {
     }
 }
 
+impl Layout {
+    /// The tracks of a Linux thread: a thread track with its own `pid`
+    /// and `tid`, named by its command, in its process's (declared when
+    /// new); the same thread traced by another core (it migrated) gets a
+    /// track of its own inside it, `thread on core`.
+    fn declare_task<W: Output>(
+        &mut self,
+        w: &mut PerfettoWriter<W>,
+        thread: ThreadKey,
+        tid: u32,
+    ) -> io::Result<Tracks> {
+        let (pid, pname, tname) = match self.tasks.get(&tid) {
+            Some(t) => (t.pid, t.process.clone(), t.thread.clone()),
+            None => (tid, format!(":{tid}"), format!(":{tid}")),
+        };
+        // Perfetto's process and thread IDs are 32-bit signed.
+        let (ppid, ptid) = (pid as i32, tid as i32);
+        if self.task_pids.insert(pid) {
+            w.process_track(ppid, &pname)?;
+        }
+        let (slices, label) = match self.task_tracks.get(&tid) {
+            None => {
+                let t = w.thread_track(ppid, ptid, &tname)?;
+                self.task_tracks.insert(tid, t);
+                (t, tname)
+            }
+            Some(&first) => {
+                let core = self
+                    .names
+                    .get(&thread.id)
+                    .cloned()
+                    .unwrap_or_else(|| format!("trace ID {:#04x}", thread.id));
+                let label = format!("{tname} on {core}");
+                (w.track(&label, Some(first))?, label)
+            }
+        };
+        let depth =
+            w.counter_track(&format!("{label} call depth"), Some("frames"), Some(slices))?;
+        let t = Tracks {
+            slices,
+            depth,
+            shown: -1,
+        };
+        self.tracks.insert(thread, t);
+        Ok(t)
+    }
+}
+
 impl<W: Output> Sink for PerfettoSink<W> {
     type Parts = NoParts;
 
@@ -172,6 +233,9 @@ impl<W: Output> Sink for PerfettoSink<W> {
     fn begin(&mut self, info: &RunInfo) -> io::Result<()> {
         for s in &info.sources {
             self.layout.names.insert(s.id, s.thread_name());
+        }
+        for t in &info.tasks {
+            self.layout.tasks.insert(t.tid, t.clone());
         }
         Ok(())
     }

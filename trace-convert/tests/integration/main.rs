@@ -48,6 +48,7 @@ mod perf_container;
 mod perf_damaged;
 mod perf_linux;
 mod perf_recordings;
+mod perf_threads;
 mod report_cli;
 mod report_counts;
 mod snapshot;

@@ -75,8 +75,10 @@ pub fn spec_of(input: &Input, cap: &CaptureSpec) -> (PerfSpec, Vec<u8>) {
         pid: 1234,
         comm: "app".into(),
         mmaps,
+        tasks: Vec::new(),
         attr_config: None,
         buffers: vec![AuxBuffer {
+            tid: None,
             cpu: None,
             pieces: vec![AuxPiece {
                 data: bytes.clone(),

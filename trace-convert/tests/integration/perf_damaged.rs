@@ -25,8 +25,10 @@ fn recording(piped: bool) -> Vec<u8> {
         pid: 5,
         comm: "app".into(),
         mmaps: Vec::new(),
+        tasks: Vec::new(),
         attr_config: None,
         buffers: vec![AuxBuffer {
+            tid: None,
             cpu: None,
             pieces: vec![AuxPiece {
                 data: vec![0, 0, 0, 0, 0, 0x80, 0x08, 0, 0x10, 0, 0],

@@ -149,6 +149,7 @@ fn a_wrapped_buffer_restarts_the_decoders_and_is_reported() {
     let mut second = bytes[half..].to_vec();
     insert_barrier(&mut second);
     spec.buffers = vec![AuxBuffer {
+        tid: None,
         cpu: None,
         pieces: vec![
             AuxPiece {
@@ -174,6 +175,7 @@ fn a_wrapped_buffer_restarts_the_decoders_and_is_reported() {
     for (i, piece) in [first, second].into_iter().enumerate() {
         let mut alone = spec.clone();
         alone.buffers = vec![AuxBuffer {
+            tid: None,
             cpu: None,
             pieces: vec![AuxPiece {
                 data: piece,

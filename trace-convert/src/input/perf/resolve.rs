@@ -9,7 +9,7 @@ use super::{PerfData, PerfError};
 use crate::input::folder::Folder;
 use crate::input::shown::shown;
 use crate::input::snapshot::{Device, Dump, Snapshot};
-use crate::input::source::{CaptureSpec, Protocol, SourceRegs, SourceSpec};
+use crate::input::source::{CaptureSpec, Protocol, SourceRegs, SourceSpec, Task};
 use crate::input::{Input, InputError, Kind};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -54,12 +54,13 @@ pub fn resolve(path: &Path, lookup: Lookup<'_>) -> Result<Input, InputError> {
     if pieces.is_empty() {
         return Err(fail(no_aux_data(&perf)));
     }
-    let captures = pieces
+    let tasks = tasks(&perf);
+    let captures: Vec<CaptureSpec> = pieces
         .into_iter()
-        .map(|p| capture_of(path, p, &sources, &skipped))
+        .map(|p| capture_of(path, p, &sources, &skipped, &tasks))
         .collect();
     let dumps = dumps(&perf, lookup, &mut notes);
-    let snapshot = snapshot_of(path, &sources, dumps, notes).map_err(|e| {
+    let snapshot = snapshot_of(path, &captures, &dumps, &tasks, notes).map_err(|e| {
         fail(PerfError::Bad {
             offset: 0,
             what: format!("cannot open the file system root to read mapped files: {e}"),
@@ -196,7 +197,13 @@ fn no_aux_data(perf: &PerfData) -> PerfError {
 /// The capture of one piece of AUX data of the recording at `path`: in
 /// frames holding every source, or (raw, from a sink without a
 /// formatter) the bytes of the source of the piece's CPU.
-fn capture_of(path: &Path, p: Piece, sources: &[SourceSpec], skipped: &[Skipped]) -> CaptureSpec {
+fn capture_of(
+    path: &Path,
+    p: Piece,
+    sources: &[SourceSpec],
+    skipped: &[Skipped],
+    tasks: &Tasks,
+) -> CaptureSpec {
     let layout = if p.raw {
         let by_cpu = sources
             .iter()
@@ -206,10 +213,17 @@ fn capture_of(path: &Path, p: Piece, sources: &[SourceSpec], skipped: &[Skipped]
     } else {
         FrameMode::Memory
     };
-    let srcs = match layout {
+    let mut srcs: Vec<SourceSpec> = match layout {
         FrameMode::Raw { id } => sources.iter().filter(|s| s.id == id).cloned().collect(),
         _ => sources.to_vec(),
     };
+    let task = (p.cpu == u32::MAX && p.tid != u32::MAX).then(|| tasks.task(p.tid));
+    if let Some(t) = &task {
+        // The process's own address space: its sources read its memory.
+        for s in &mut srcs {
+            s.name = process_source(&s.name, t.pid);
+        }
+    }
     CaptureSpec {
         path: path.to_path_buf(),
         layout,
@@ -218,7 +232,13 @@ fn capture_of(path: &Path, p: Piece, sources: &[SourceSpec], skipped: &[Skipped]
         skipped: skipped.to_vec(),
         within: None,
         range: Some((p.start, p.len)),
+        task,
     }
+}
+
+/// The name of source `name` reading the memory of process `pid`.
+fn process_source(name: &str, pid: u32) -> String {
+    format!("{name} pid {pid}")
 }
 
 fn protocol_label(p: Protocol) -> &'static str {
@@ -253,20 +273,27 @@ pub struct Piece {
     pub len: u64,
     /// The CPU of its AUXTRACE buffer (`u32::MAX`: per-thread).
     pub cpu: u32,
+    /// The thread of its AUXTRACE buffer (`u32::MAX`: per-CPU).
+    pub tid: u32,
     /// One source's bytes, not CoreSight frames.
     pub raw: bool,
 }
 
-/// Whether AUX record `aux` (of CPU `cpu`, when known) is about buffer
-/// `a`'s part of the AUX area.
-fn same_area(aux: &Aux, cpu: Option<u32>, a: &Auxtrace) -> bool {
+/// Whether AUX record `aux` (of CPU `cpu` and thread `tid`, when its
+/// samples say) is about buffer `a`'s part of the AUX area (one area per
+/// CPU, or per thread).
+fn same_area(aux: &Aux, cpu: Option<u32>, tid: Option<u32>, a: &Auxtrace) -> bool {
     let cpu_ok = match cpu {
         Some(c) => a.cpu == u32::MAX || c == a.cpu,
         None => true,
     };
+    let tid_ok = match tid {
+        Some(t) => a.cpu != u32::MAX || a.tid == u32::MAX || t == a.tid,
+        None => true,
+    };
     let end = a.offset.saturating_add(a.size);
     let aux_end = aux.offset.saturating_add(aux.size);
-    cpu_ok && aux.offset < end.max(a.offset.saturating_add(1)) && aux_end > a.offset
+    cpu_ok && tid_ok && aux.offset < end.max(a.offset.saturating_add(1)) && aux_end > a.offset
 }
 
 /// The pieces of AUX data: each AUXTRACE buffer, cut where an AUX record
@@ -275,11 +302,11 @@ fn same_area(aux: &Aux, cpu: Option<u32>, a: &Auxtrace) -> bool {
 /// an AUX record with the truncated flag starts follows lost trace: a
 /// note says so.
 pub fn pieces(perf: &PerfData, notes: &mut Vec<String>) -> Vec<Piece> {
-    let auxes: Vec<(Aux, Option<u32>)> = perf
+    let auxes: Vec<(Aux, Option<u32>, Option<u32>)> = perf
         .records
         .iter()
         .filter_map(|r| match r.body {
-            Body::Aux(a) => Some((a, r.sample.cpu)),
+            Body::Aux(a) => Some((a, r.sample.cpu, r.sample.tid.map(|(_, tid)| tid))),
             _ => None,
         })
         .collect();
@@ -288,11 +315,11 @@ pub fn pieces(perf: &PerfData, notes: &mut Vec<String>) -> Vec<Piece> {
         if a.size == 0 {
             continue;
         }
-        let mine: Vec<&(Aux, Option<u32>)> = auxes
+        let mine: Vec<&(Aux, Option<u32>, Option<u32>)> = auxes
             .iter()
-            .filter(|(x, cpu)| same_area(x, *cpu, a))
+            .filter(|(x, cpu, tid)| same_area(x, *cpu, *tid, a))
             .collect();
-        let raw = mine.iter().any(|(x, _)| x.flags & Aux::RAW != 0);
+        let raw = mine.iter().any(|(x, _, _)| x.flags & Aux::RAW != 0);
         // The area's end, as far as the AUX offsets can count (the file
         // holds all `a.size` bytes of trace: `a.data + a.size` cannot
         // overflow).
@@ -301,7 +328,7 @@ pub fn pieces(perf: &PerfData, notes: &mut Vec<String>) -> Vec<Piece> {
         // record's data are not trace.
         if let Some(covered) = mine
             .iter()
-            .map(|(x, _)| x.offset.saturating_add(x.size))
+            .map(|(x, _, _)| x.offset.saturating_add(x.size))
             .filter(|&e| e > a.offset && e < end)
             .max()
         {
@@ -311,7 +338,7 @@ pub fn pieces(perf: &PerfData, notes: &mut Vec<String>) -> Vec<Piece> {
         }
         let mut cuts: Vec<u64> = mine
             .iter()
-            .map(|(x, _)| x.offset.saturating_add(x.size))
+            .map(|(x, _, _)| x.offset.saturating_add(x.size))
             .filter(|&e| e > a.offset && e < end)
             .collect();
         cuts.push(end);
@@ -325,7 +352,7 @@ pub fn pieces(perf: &PerfData, notes: &mut Vec<String>) -> Vec<Piece> {
             let start = a.data + (from - a.offset);
             if mine
                 .iter()
-                .any(|(x, _)| x.offset == from && x.flags & Aux::TRUNCATED != 0)
+                .any(|(x, _, _)| x.offset == from && x.flags & Aux::TRUNCATED != 0)
             {
                 notes.push(format!(
                     "AUX data at offset {start} (AUXTRACE record at {}, CPU {}): the trace buffer wrapped before it and trace was lost; decoding starts again there",
@@ -337,6 +364,7 @@ pub fn pieces(perf: &PerfData, notes: &mut Vec<String>) -> Vec<Piece> {
                 start,
                 len: cut - from,
                 cpu: a.cpu,
+                tid: a.tid,
                 raw,
             });
             from = cut;
@@ -379,8 +407,12 @@ fn find_file(m: &Mmap, build_id: Option<&str>, lookup: Lookup<'_>) -> Option<Pat
     tries.into_iter().find(|p| p.is_file())
 }
 
+/// A memory dump of a mapping: the process that mapped it (`u32::MAX`:
+/// the kernel), the file offset of its record, the dump.
+type Mapped = (u32, u64, Dump);
+
 /// The memory dumps of the executable mappings whose files are found.
-fn dumps(perf: &PerfData, lookup: Lookup<'_>, notes: &mut Vec<String>) -> Vec<Dump> {
+fn dumps(perf: &PerfData, lookup: Lookup<'_>, notes: &mut Vec<String>) -> Vec<Mapped> {
     let ids: BTreeMap<&str, String> = perf
         .features
         .build_ids
@@ -426,15 +458,19 @@ fn dumps(perf: &PerfData, lookup: Lookup<'_>, notes: &mut Vec<String>) -> Vec<Du
             ));
             continue;
         }
-        out.push(Dump {
-            path: found.clone(),
-            file,
-            address: m.start,
-            length: Some(m.len.min(size - m.pgoff)),
-            offset: m.pgoff,
-            space: None,
-            section: format!("mmap at offset {}", r.offset),
-        });
+        out.push((
+            m.pid,
+            r.offset,
+            Dump {
+                path: found.clone(),
+                file,
+                address: m.start,
+                length: Some(m.len.min(size - m.pgoff)),
+                offset: m.pgoff,
+                space: None,
+                section: format!("mmap at offset {}", r.offset),
+            },
+        ));
     }
     for (name, n) in missing {
         notes.push(format!(
@@ -454,27 +490,42 @@ fn dumps(perf: &PerfData, lookup: Lookup<'_>, notes: &mut Vec<String>) -> Vec<Du
 }
 
 /// The snapshot that stands for the recording: per CPU, a core device
-/// whose dumps are the mapped files, and the trace source bound to it.
+/// whose dumps are the mapped files, and the trace source bound to it; a
+/// capture of a known thread reads its process's mappings only (a core
+/// device per CPU and process).
 fn snapshot_of(
     path: &Path,
-    sources: &[SourceSpec],
-    dumps: Vec<Dump>,
+    captures: &[CaptureSpec],
+    dumps: &[Mapped],
+    tasks: &Tasks,
     notes: Vec<String>,
 ) -> std::io::Result<Snapshot> {
     let folder = Folder::open(Path::new("/"))?;
     let mut devices = Vec::new();
-    let mut core_sources = Vec::new();
-    for s in sources {
-        let core = s.core.clone().unwrap_or_else(|| s.name.clone());
-        devices.push(Device {
-            name: core.clone(),
-            class: "core".into(),
-            kind: String::new(),
-            regs: Vec::new(),
-            dumps: dumps.clone(),
-            file: path.to_path_buf(),
-        });
-        core_sources.push((core, s.name.clone()));
+    let mut core_sources: Vec<(String, String)> = Vec::new();
+    for c in captures {
+        for s in &c.sources {
+            if core_sources.iter().any(|(_, n)| *n == s.name) {
+                continue;
+            }
+            let core = s.core.clone().unwrap_or_else(|| s.name.clone());
+            let (name, dumps) = match &c.task {
+                Some(t) => (
+                    format!("{core} pid {}", t.pid),
+                    tasks.mapped_by(t.pid, dumps),
+                ),
+                None => (core, dumps.iter().map(|(_, _, d)| d.clone()).collect()),
+            };
+            devices.push(Device {
+                name: name.clone(),
+                class: "core".into(),
+                kind: String::new(),
+                regs: Vec::new(),
+                dumps,
+                file: path.to_path_buf(),
+            });
+            core_sources.push((name, s.name.clone()));
+        }
     }
     Ok(Snapshot {
         dir: path.to_path_buf(),
@@ -486,4 +537,107 @@ fn snapshot_of(
         timestamp_hz: None,
         notes,
     })
+}
+
+/// The threads and processes of a recording, from its COMM, FORK and
+/// MMAP records.
+#[derive(Debug, Default)]
+struct Tasks {
+    /// Per thread: its process and command name.
+    threads: BTreeMap<u32, (u32, String)>,
+    /// Per process forked and not (yet) exec'd: the process it was
+    /// forked from, whose mappings it shares.
+    parent: BTreeMap<u32, u32>,
+    /// Per process: the file offset of its last exec (COMM with the exec
+    /// flag); mappings before it belong to the program it replaced.
+    exec_at: BTreeMap<u32, u64>,
+}
+
+/// What `perf` shows for a thread whose command name it never learnt.
+fn unnamed(tid: u32) -> String {
+    format!(":{tid}")
+}
+
+/// The threads and processes of `perf`.
+fn tasks(perf: &PerfData) -> Tasks {
+    let mut t = Tasks::default();
+    for r in &perf.records {
+        match &r.body {
+            Body::Comm {
+                pid,
+                tid,
+                comm,
+                exec,
+            } => {
+                t.threads.insert(*tid, (*pid, comm.clone()));
+                if *exec {
+                    t.parent.remove(pid);
+                    t.exec_at.insert(*pid, r.offset);
+                }
+            }
+            Body::Fork(f) => {
+                let comm = t
+                    .threads
+                    .get(&f.ptid)
+                    .map_or_else(|| unnamed(f.tid), |(_, c)| c.clone());
+                t.threads.insert(f.tid, (f.pid, comm));
+                if f.pid != f.ppid {
+                    t.parent.insert(f.pid, f.ppid);
+                }
+            }
+            Body::Mmap(m) if m.pid != u32::MAX => {
+                t.threads
+                    .entry(m.tid)
+                    .or_insert_with(|| (m.pid, unnamed(m.tid)));
+            }
+            _ => {}
+        }
+    }
+    t
+}
+
+impl Tasks {
+    /// Thread `tid` and its process, named as the recording names them
+    /// (`:tid`, as `perf` shows it, when it does not).
+    fn task(&self, tid: u32) -> Task {
+        let (pid, thread) = self
+            .threads
+            .get(&tid)
+            .cloned()
+            .unwrap_or_else(|| (tid, unnamed(tid)));
+        let process = self
+            .threads
+            .get(&pid)
+            .map_or_else(|| thread.clone(), |(_, c)| c.clone());
+        Task {
+            pid,
+            tid,
+            process,
+            thread,
+        }
+    }
+
+    /// The dumps of process `pid`'s address space: its own mappings since
+    /// its last exec, those of the processes it was forked from (up to an
+    /// exec), and the kernel's.
+    fn mapped_by(&self, pid: u32, dumps: &[Mapped]) -> Vec<Dump> {
+        let mut chain = vec![pid];
+        let mut at = pid;
+        while let Some(&p) = self.parent.get(&at) {
+            if chain.contains(&p) || chain.len() > 64 {
+                break;
+            }
+            chain.push(p);
+            at = p;
+        }
+        dumps
+            .iter()
+            .filter(|(owner, offset, _)| {
+                *owner == u32::MAX
+                    || (chain.contains(owner)
+                        && self.exec_at.get(owner).is_none_or(|&e| *offset > e))
+            })
+            .map(|(_, _, d)| d.clone())
+            .collect()
+    }
 }
