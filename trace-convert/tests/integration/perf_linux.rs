@@ -1,6 +1,9 @@
 //! Linux perf reads our perf.data recordings of ETMv3 trace (through
 //! OpenCSD) and lists the same taken branches as our decode:
-//! `perf script --itrace=b -F ip,addr,flags`. Runs where `perf` is
+//! `perf script --itrace=b -F ip,addr,flags`; in a per-thread recording
+//! of two processes mapping two programs at one address, it names the
+//! same processes and threads and gives each the branches we decode for
+//! it. Runs where `perf` is
 //! installed (Debian's `linux-perf`, which CI installs): skips without
 //! it, fails when CI is set. Needs the shared test data too.
 //!
@@ -9,6 +12,8 @@
 //! wrong (see docs/perf.md).
 
 use crate::perf_common::{decode, spec_of, write};
+use crate::perf_threads::{program, recording, THREADS};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use trace_convert::input::source::{CaptureSpec, Protocol};
@@ -39,14 +44,23 @@ fn is_branch(r: &trace_core::event::Range) -> bool {
 }
 
 /// Taken branches as (branch address, target), from consecutive ranges
-/// of one trace ID with no break in the flow between them, and from a range
-/// ending in a taken branch right before an exception.
+/// of one trace ID with no break in the flow between them, as perf lists
+/// them. A range ending in a taken branch right before an exception:
+/// when the handler's code is traced next, perf lists the branch as the
+/// exception's own sample (from the branch to the vector, an `int`
+/// sample, not compared); when the trace stops there, OpenCSD counts the
+/// instruction at the return address and perf lists the branch going
+/// there.
 fn our_branches(events: &[Event]) -> Vec<(u64, u64)> {
     let mut out = Vec::new();
     let mut prev: Option<trace_core::event::Range> = None;
+    // A branch taken right before an exception, until what follows says
+    // how perf lists it.
+    let mut held: Option<(u64, u64)> = None;
     for e in events {
         match e.kind {
             EventKind::Range(r) => {
+                held = None;
                 if let Some(p) = prev {
                     if is_branch(&p) {
                         out.push((
@@ -57,12 +71,10 @@ fn our_branches(events: &[Event]) -> Vec<(u64, u64)> {
                 }
                 prev = Some(r);
             }
-            // A branch taken just before an exception: its target is
-            // where the exception returns to (no range ran there).
             EventKind::Exception { ret: Some(ret), .. } => {
                 if let Some(p) = prev.take() {
                     if is_branch(&p) {
-                        out.push((u64::from(p.end - u32::from(p.last_size)), u64::from(ret)));
+                        held = Some((u64::from(p.end - u32::from(p.last_size)), u64::from(ret)));
                     }
                 }
             }
@@ -74,14 +86,16 @@ fn our_branches(events: &[Event]) -> Vec<(u64, u64)> {
             | EventKind::CycleCount(_)
             | EventKind::Context(_)
             | EventKind::ExceptionReturn => {}
-            _ => prev = None,
+            _ => {
+                out.extend(held.take());
+                prev = None;
+            }
         }
     }
+    out.extend(held);
     out
 }
 
-/// perf's taken branches: `ip => addr` pairs of its branch samples that
-/// are branches (not trace start or end).
 fn perf_branches(perf: &Path, file: &Path) -> Vec<(u64, u64)> {
     let out = Command::new(perf)
         .args(["script", "--itrace=b", "-F", "hw:cpu,ip,addr,flags", "-i"])
@@ -210,4 +224,110 @@ fn perf_lists_the_taken_branches_we_decode_for_etmv3() {
         compared.iter().filter(|n| n.starts_with("TC2")).count() == 3 && compared.len() >= 4,
         "compared: {compared:?}"
     );
+}
+
+/// perf's taken branches per thread, with the thread's command and
+/// process: `perf script --itrace=b -F comm,pid,tid,ip,addr,flags`.
+fn perf_branches_by_thread(
+    perf: &Path,
+    file: &Path,
+) -> BTreeMap<u32, (String, u32, Vec<(u64, u64)>)> {
+    let out = Command::new(perf)
+        .args([
+            "script",
+            "--itrace=b",
+            "-F",
+            "comm,pid,tid,ip,addr,flags",
+            "-i",
+        ])
+        .arg(file)
+        .output()
+        .expect("run perf");
+    assert!(
+        out.status.success(),
+        "perf script failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut by_tid: BTreeMap<u32, (String, u32, Vec<(u64, u64)>)> = BTreeMap::new();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        if l.contains("tr strt") || l.contains("tr end") || l.contains(" int ") {
+            continue;
+        }
+        let words: Vec<&str> = l.split_whitespace().collect();
+        let Some((comm, ids)) = words.first().zip(words.get(1)) else {
+            continue;
+        };
+        let Some((pid, tid)) = ids.split_once('/') else {
+            continue;
+        };
+        let (pid, tid): (u32, u32) = (pid.parse().expect("pid"), tid.parse().expect("tid"));
+        let hex: Vec<u64> = words[2..]
+            .iter()
+            .filter_map(|w| u64::from_str_radix(w, 16).ok())
+            .collect();
+        let entry = by_tid
+            .entry(tid)
+            .or_insert_with(|| ((*comm).to_owned(), pid, Vec::new()));
+        if let [ip, addr] = hex[hex.len().saturating_sub(2)..] {
+            entry.2.push((ip, addr));
+        }
+    }
+    by_tid
+}
+
+#[test]
+fn perf_gives_each_thread_the_branches_we_decode_for_it() {
+    let Some(perf) = perf() else { return };
+    let Some(dir) = test_support::corpus_fixtures() else {
+        return;
+    };
+    // Two programs mapped at one address, in two processes.
+    let a = program(&dir, "example-a", Protocol::Etmv3);
+    let b = program(&dir, "controlflow-a", Protocol::Etmv3);
+    let mut spec = recording(&a, &b);
+    spec.attr_config = Some(u64::from(spec.sources[0].etmcr & !(1 << 28)));
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let path = write(tmp.path(), "threads.data", &spec);
+    let input = resolve(&path, &SourceFlags::default()).expect("perf.data resolves");
+    let mut ours: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
+    for cap in &input.captures {
+        let tid = cap.task.as_ref().expect("a thread").tid;
+        ours.entry(tid)
+            .or_default()
+            .extend(our_branches(&decode(&input, cap)));
+    }
+    let theirs = perf_branches_by_thread(&perf, &path);
+    let want: BTreeMap<u32, (String, u32)> = THREADS
+        .iter()
+        .map(|&(pid, tid, comm)| (tid, (comm.to_owned(), pid)))
+        .collect();
+    let named: BTreeMap<u32, (String, u32)> = theirs
+        .iter()
+        .map(|(tid, (comm, pid, _))| (*tid, (comm.clone(), *pid)))
+        .collect();
+    assert_eq!(named, want, "perf's threads");
+    for (tid, (comm, _, branches)) in &theirs {
+        let mine = &ours[tid];
+        assert!(branches.len() > 100, "{comm}: {} branches", branches.len());
+        if let Some(i) =
+            (0..mine.len().max(branches.len())).find(|&i| mine.get(i) != branches.get(i))
+        {
+            let show = |v: &[(u64, u64)]| {
+                v.iter()
+                    .skip(i.saturating_sub(2))
+                    .take(5)
+                    .map(|(a, b)| format!("{a:#x}->{b:#x}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            panic!(
+                "{comm} ({tid}): branch {i} of {} (ours) / {} (perf) differs:\n ours {}\n perf {}",
+                mine.len(),
+                branches.len(),
+                show(mine),
+                show(branches)
+            );
+        }
+        eprintln!("{comm} ({tid}): {} taken branches agree", mine.len());
+    }
 }

@@ -18,7 +18,7 @@ use trace_convert::input::{resolve, Input};
 use trace_core::event::Event;
 use trace_core::memory::MemoryImage;
 use trace_encode::perf::{AuxBuffer, AuxPiece, PerfMmap, PerfSource, PerfSpec, PerfTask};
-use trace_encode::{encode_ptm, PtmOptions, Trace};
+use trace_encode::{encode_etm, encode_ptm, EtmOptions, PtmOptions, Trace};
 
 const ID: u8 = 0x10;
 
@@ -42,17 +42,28 @@ fn mapping(elf: &Path) -> PerfMmap {
     }
 }
 
-/// A corpus program's ELF and its flow encoded as PTM.
-fn program(dir: &Path, name: &str) -> (PathBuf, Trace) {
+/// A corpus program's ELF and its flow encoded as `protocol`.
+pub fn program(dir: &Path, name: &str, protocol: Protocol) -> (PathBuf, Trace) {
     let (elf, flow, mem) = corpus_program(dir, name);
-    let trace = encode_ptm(&flow.items, &mem, &PtmOptions::default()).expect("PTM encode");
+    let trace = match protocol {
+        Protocol::Ptm => encode_ptm(&flow.items, &mem, &PtmOptions::default()),
+        Protocol::Etmv3 => encode_etm(&flow.items, &mem, &EtmOptions::default()),
+    }
+    .expect("encode");
     (elf, trace)
 }
 
 /// A per-thread recording: process 100 `alpha` running `a`, process 200
 /// `beta` (forked, then exec'd) running `b` on threads 200 `beta` and 201
 /// `beta-worker`; each thread's trace is its program's.
-fn recording(a: &(PathBuf, Trace), b: &(PathBuf, Trace)) -> PerfSpec {
+pub const THREADS: [(u32, u32, &str); 3] = [
+    (100, 100, "alpha"),
+    (200, 200, "beta"),
+    (200, 201, "beta-worker"),
+];
+
+/// [`THREADS`] recorded: see there.
+pub fn recording(a: &(PathBuf, Trace), b: &(PathBuf, Trace)) -> PerfSpec {
     let regs = a.1.regs;
     assert_eq!(regs, b.1.regs, "one configuration for both");
     let buffer = |tid: Option<u32>, trace: &Trace| AuxBuffer {
@@ -150,8 +161,8 @@ fn each_process_decodes_with_its_own_mappings() {
         return;
     };
     let tmp = tempfile::tempdir().expect("tempdir");
-    let a = program(&dir, "example-a");
-    let b = program(&dir, "controlflow-a");
+    let a = program(&dir, "example-a", Protocol::Ptm);
+    let b = program(&dir, "controlflow-a", Protocol::Ptm);
     let (ma, mb) = (mapping(&a.0), mapping(&b.0));
     assert_eq!(ma.start, mb.start, "both programs at one address");
     let want_a = alone(&a.1, &a.0, tmp.path(), "a.bin");
@@ -196,7 +207,7 @@ fn tracks_and_stacks_are_named_after_processes_and_threads() {
         return;
     };
     let tmp = tempfile::tempdir().expect("tempdir");
-    let a = program(&dir, "example-a");
+    let a = program(&dir, "example-a", Protocol::Ptm);
     let spec = recording(&a, &a);
     let path = write(tmp.path(), "threads.data", &spec);
     let (folded, chrome, perfetto) = (
