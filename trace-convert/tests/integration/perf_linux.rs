@@ -226,12 +226,16 @@ fn perf_lists_the_taken_branches_we_decode_for_etmv3() {
     );
 }
 
+/// A thread as perf lists it: its command, its process, its taken
+/// branches.
+type PerfThread = (String, u32, Vec<(u64, u64)>);
+
 /// perf's taken branches per thread, with the thread's command and
 /// process: `perf script --itrace=b -F comm,pid,tid,ip,addr,flags`.
 fn perf_branches_by_thread(
     perf: &Path,
     file: &Path,
-) -> BTreeMap<u32, (String, u32, Vec<(u64, u64)>)> {
+) -> BTreeMap<u32, PerfThread> {
     let out = Command::new(perf)
         .args([
             "script",
@@ -248,7 +252,7 @@ fn perf_branches_by_thread(
         "perf script failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut by_tid: BTreeMap<u32, (String, u32, Vec<(u64, u64)>)> = BTreeMap::new();
+    let mut by_tid: BTreeMap<u32, PerfThread> = BTreeMap::new();
     for l in String::from_utf8_lossy(&out.stdout).lines() {
         if l.contains("tr strt") || l.contains("tr end") || l.contains(" int ") {
             continue;
