@@ -232,10 +232,7 @@ type PerfThread = (String, u32, Vec<(u64, u64)>);
 
 /// perf's taken branches per thread, with the thread's command and
 /// process: `perf script --itrace=b -F comm,pid,tid,ip,addr,flags`.
-fn perf_branches_by_thread(
-    perf: &Path,
-    file: &Path,
-) -> BTreeMap<u32, PerfThread> {
+fn perf_branches_by_thread(perf: &Path, file: &Path) -> BTreeMap<u32, PerfThread> {
     let out = Command::new(perf)
         .args([
             "script",

@@ -4,7 +4,7 @@
 //! mappings as the memory of every CPU.
 
 use super::auxtrace::{unit_name, CpuBlock, EtmV3, TRACE_ID_UNSET};
-use super::records::{Aux, Auxtrace, Body, Mmap};
+use super::records::{Aux, Auxtrace, Body, Mmap, Record};
 use super::{PerfData, PerfError};
 use crate::input::folder::Folder;
 use crate::input::shown::shown;
@@ -54,7 +54,7 @@ pub fn resolve(path: &Path, lookup: Lookup<'_>) -> Result<Input, InputError> {
     if pieces.is_empty() {
         return Err(fail(no_aux_data(&perf)));
     }
-    let tasks = tasks(&perf);
+    let tasks = tasks(&perf.records);
     let captures: Vec<CaptureSpec> = pieces
         .into_iter()
         .map(|p| capture_of(path, p, &sources, &skipped, &tasks))
@@ -539,8 +539,8 @@ fn snapshot_of(
     })
 }
 
-/// The threads and processes of a recording, from its COMM, FORK and
-/// MMAP records.
+/// The threads and processes of a recording, from its COMM, FORK,
+/// MMAP and ITRACE_START records.
 #[derive(Debug, Default)]
 struct Tasks {
     /// Per thread: its process and command name.
@@ -558,10 +558,10 @@ fn unnamed(tid: u32) -> String {
     format!(":{tid}")
 }
 
-/// The threads and processes of `perf`.
-fn tasks(perf: &PerfData) -> Tasks {
+/// The threads and processes `records` name.
+fn tasks(records: &[Record]) -> Tasks {
     let mut t = Tasks::default();
-    for r in &perf.records {
+    for r in records {
         match &r.body {
             Body::Comm {
                 pid,
@@ -585,10 +585,12 @@ fn tasks(perf: &PerfData) -> Tasks {
                     t.parent.insert(f.pid, f.ppid);
                 }
             }
-            Body::Mmap(m) if m.pid != u32::MAX => {
+            Body::Mmap(Mmap { pid, tid, .. }) | Body::ItraceStart { pid, tid }
+                if *pid != u32::MAX =>
+            {
                 t.threads
-                    .entry(m.tid)
-                    .or_insert_with(|| (m.pid, unnamed(m.tid)));
+                    .entry(*tid)
+                    .or_insert_with(|| (*pid, unnamed(*tid)));
             }
             _ => {}
         }
@@ -639,5 +641,110 @@ impl Tasks {
             })
             .map(|(_, _, d)| d.clone())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::perf::records::{SampleId, Task as Fork};
+
+    fn record(offset: u64, body: Body) -> Record {
+        Record {
+            offset,
+            kind: 0,
+            misc: 0,
+            size: 0,
+            body,
+            sample: SampleId::default(),
+        }
+    }
+
+    fn comm(offset: u64, pid: u32, tid: u32, name: &str, exec: bool) -> Record {
+        record(
+            offset,
+            Body::Comm {
+                pid,
+                tid,
+                comm: name.into(),
+                exec,
+            },
+        )
+    }
+
+    fn fork(offset: u64, pid: u32, ppid: u32, tid: u32, ptid: u32) -> Record {
+        record(
+            offset,
+            Body::Fork(Fork {
+                pid,
+                ppid,
+                tid,
+                ptid,
+                time: 0,
+            }),
+        )
+    }
+
+    fn dump(name: &str) -> Dump {
+        Dump {
+            path: PathBuf::from(name),
+            file: PathBuf::from(name),
+            address: 0,
+            length: None,
+            offset: 0,
+            space: None,
+            section: String::new(),
+        }
+    }
+
+    /// A shell (10) forks a child (20) that execs `app`, whose main thread
+    /// clones a worker (21); thread 30 is only known from ITRACE_START.
+    fn records() -> Vec<Record> {
+        vec![
+            comm(0, 10, 10, "sh", true),
+            fork(10, 20, 10, 20, 10),
+            comm(20, 20, 20, "app", true),
+            fork(30, 20, 20, 21, 20),
+            fork(40, 40, 10, 40, 10),
+            record(50, Body::ItraceStart { pid: 30, tid: 30 }),
+        ]
+    }
+
+    #[test]
+    fn threads_take_their_names_as_linux_gives_them() {
+        let t = tasks(&records());
+        let task = |tid| {
+            let x = t.task(tid);
+            (x.pid, x.process, x.thread)
+        };
+        assert_eq!(task(20), (20, "app".into(), "app".into()));
+        // A clone without COMM keeps its parent thread's name.
+        assert_eq!(task(21), (20, "app".into(), "app".into()));
+        // A fork without exec too.
+        assert_eq!(task(40), (40, "sh".into(), "sh".into()));
+        // Named nowhere: `:tid`, as perf shows it.
+        assert_eq!(task(30), (30, ":30".into(), ":30".into()));
+        assert_eq!(task(99), (99, ":99".into(), ":99".into()));
+    }
+
+    #[test]
+    fn a_process_maps_its_own_code_its_parents_until_exec_and_the_kernels() {
+        let t = tasks(&records());
+        let dumps = vec![
+            (10, 5, dump("sh")),
+            (20, 15, dump("before-exec")),
+            (20, 25, dump("app")),
+            (40, 45, dump("forked")),
+            (u32::MAX, 1, dump("kernel")),
+        ];
+        let names = |pid| -> Vec<String> {
+            t.mapped_by(pid, &dumps)
+                .iter()
+                .map(|d| d.path.display().to_string())
+                .collect()
+        };
+        assert_eq!(names(20), ["app", "kernel"]);
+        assert_eq!(names(40), ["sh", "forked", "kernel"]);
+        assert_eq!(names(10), ["sh", "kernel"]);
     }
 }
