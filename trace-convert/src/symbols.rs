@@ -32,7 +32,7 @@ pub mod inline;
 pub mod kallsyms;
 
 use inline::{FnScopes, Hit, InlineNames};
-use object::{Object, ObjectSymbol};
+use object::{Object, ObjectSection, ObjectSymbol};
 use std::cell::{Cell, OnceCell, RefCell};
 use std::path::{Path, PathBuf};
 
@@ -291,6 +291,10 @@ impl Symbolizer {
                 reason: format!("{:?} file", file.format()),
             });
         }
+        // A symbol of size 0 runs up to the next function, but not past
+        // the end of its section (a vector table's label at 0 would
+        // otherwise reach the next section's code, gigabytes away).
+        let mut section_ends: Vec<(u32, u32)> = Vec::new();
         for sym in file.symbols() {
             if sym.kind() != object::SymbolKind::Text || sym.is_undefined() {
                 continue;
@@ -310,6 +314,15 @@ impl Symbolizer {
             } else {
                 demangle(name).into_owned()
             };
+            if size == 0 {
+                if let Some(end) = sym
+                    .section_index()
+                    .and_then(|i| file.section_by_index(i).ok())
+                    .and_then(|sec| u32::try_from(sec.address().saturating_add(sec.size())).ok())
+                {
+                    section_ends.push((start, end));
+                }
+            }
             self.functions.push(Function {
                 start,
                 end: start.saturating_add(size),
@@ -318,6 +331,14 @@ impl Symbolizer {
             });
         }
         self.sort_functions();
+        for (start, limit) in section_ends {
+            if let Ok(i) = self.functions.binary_search_by_key(&start, |f| f.start) {
+                let f = &mut self.functions[i];
+                if f.end > limit && limit > f.start {
+                    f.end = limit;
+                }
+            }
+        }
         match dwarf::DwarfInfo::load(&file) {
             Ok(Some(d)) => {
                 self.has_inlined |= d.has_inlined();
@@ -719,5 +740,48 @@ mod demangle_tests {
         for n in ["_Z", "_ZN4demo", "_R", "main", "", "a", "v", "i", "Pc"] {
             assert_eq!(demangle(n), n);
         }
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+    use object::write::{Object, Symbol, SymbolSection};
+    use object::{
+        Architecture, BinaryFormat, Endianness, SectionKind, SymbolFlags, SymbolKind, SymbolScope,
+    };
+
+    /// A size-0 label at the start of a 0x40-byte vector section, and a
+    /// 16-byte function at 0x100 of a code section.
+    fn elf() -> Vec<u8> {
+        let mut obj = Object::new(BinaryFormat::Elf, Architecture::Arm, Endianness::Little);
+        let vectors = obj.add_section(Vec::new(), b".vectors".to_vec(), SectionKind::Text);
+        obj.append_section_data(vectors, &[0; 0x40], 4);
+        let text = obj.add_section(Vec::new(), b".text".to_vec(), SectionKind::Text);
+        obj.append_section_data(text, &[0; 0x200], 4);
+        for (name, value, size, section) in [("vectors", 0, 0, vectors), ("main", 0x100, 16, text)]
+        {
+            obj.add_symbol(Symbol {
+                name: name.as_bytes().to_vec(),
+                value,
+                size,
+                kind: SymbolKind::Text,
+                scope: SymbolScope::Linkage,
+                weak: false,
+                section: SymbolSection::Section(section),
+                flags: SymbolFlags::None,
+            });
+        }
+        obj.write().expect("write ELF")
+    }
+
+    #[test]
+    fn a_size_0_label_ends_with_its_section() {
+        let mut s = Symbolizer::default();
+        s.add_elf_bytes(Path::new("t.elf"), &elf()).expect("ELF");
+        let name = |addr| s.function(addr).map(|f| f.name.clone());
+        assert_eq!(name(0x3C).as_deref(), Some("vectors"));
+        assert_eq!(name(0x40), None, "past its section");
+        assert_eq!(name(0x100).as_deref(), Some("main"));
     }
 }
