@@ -43,6 +43,7 @@ mod multicore_time;
 mod packets_cli;
 mod packets_known_bits;
 mod parallel_decode;
+mod perf_cli;
 mod perf_common;
 mod perf_container;
 mod perf_damaged;

@@ -14,7 +14,7 @@ use trace_core::frames::FrameMode;
 use trace_encode::perf::{insert_barrier, AuxBuffer, AuxPiece, PerfSpec};
 
 /// The snapshots of every real capture.
-fn snapshots() -> Option<Vec<PathBuf>> {
+pub fn snapshots() -> Option<Vec<PathBuf>> {
     let opencsd = test_support::opencsd_dir()?;
     let real = test_support::real_dir()?.join("am243x-r5f");
     let mut dirs = vec![opencsd.join("TC2"), opencsd.join("tc2-ptm-rstk-t32")];
