@@ -58,12 +58,15 @@ fn elf_of(dir: &Path) -> Option<PathBuf> {
 /// Perfetto; the folded stacks, LCOV and the number of Chrome slices.
 fn convert(input: &Path, elf: Option<&Path>, out: &Path) -> (String, String, usize) {
     let (folded, lcov, chrome) = (out.join("t.folded"), out.join("t.info"), out.join("t.json"));
+    let perfetto = out.join("t.pftrace");
     let mut args = vec![
         input.display().to_string(),
         "--folded".into(),
         folded.display().to_string(),
         "--chrome".into(),
         chrome.display().to_string(),
+        "--perfetto".into(),
+        perfetto.display().to_string(),
     ];
     if let Some(elf) = elf {
         args.extend([
