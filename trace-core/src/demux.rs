@@ -442,19 +442,17 @@ impl Demux {
                 }
             }
             Some(d) => {
-                for ev in d.feed(chunk) {
-                    match ev {
-                        FrameEvent::Data(run) => {
-                            let id = run.id;
-                            let any = self.any_id;
-                            match self.sources.get_or_insert_with(id, || any.map(Parser::new)) {
-                                Some(p) => p.push(id, run.offset, run.data(), out),
-                                None => out.push(Item::Unconfigured { run }),
-                            }
+                let (sources, any) = (&mut self.sources, self.any_id);
+                d.feed_each(chunk, |ev| match ev {
+                    FrameEvent::Data(run) => {
+                        let id = run.id;
+                        match sources.get_or_insert_with(id, || any.map(Parser::new)) {
+                            Some(p) => p.push(id, run.offset, run.data(), out),
+                            None => out.push(Item::Unconfigured { run }),
                         }
-                        other => out.push(Item::Frame(other)),
                     }
-                }
+                    other => out.push(Item::Frame(other)),
+                });
             }
         }
     }

@@ -169,6 +169,28 @@ impl Deformatter {
         }
     }
 
+    /// Continue the input with `chunk`, handing each event it completes to
+    /// `f`, in the order [`feed`](Self::feed) gives them; faster than the
+    /// iterator (whole frames go to `f` without a queue).
+    pub fn feed_each(&mut self, chunk: &[u8], mut f: impl FnMut(FrameEvent)) {
+        let mut out = Each(&mut f);
+        // Events of an earlier `feed` not yet taken are dropped, as
+        // dropping its iterator would.
+        self.queue.clear();
+        self.head = 0;
+        let mut pos = 0;
+        while pos < chunk.len() {
+            if self.mode == FrameMode::Memory && self.fill == 0 && chunk.len() - pos >= FRAME_SIZE {
+                pos = self.whole_frames(chunk, pos, &mut out);
+            } else {
+                pos = self.advance(chunk, pos);
+                for ev in self.queue.drain(..) {
+                    out.emit(ev);
+                }
+            }
+        }
+    }
+
     /// End of input: reports an incomplete frame or a capture in which no
     /// frame alignment was found.
     pub fn finish(&mut self) -> Option<FrameEvent> {
@@ -214,19 +236,12 @@ impl Deformatter {
                     self.queue.push(FrameEvent::Data(run));
                 }
                 FrameMode::Memory => {
-                    // Fast path: whole frames straight from the chunk.
+                    // Fast path: every whole frame of the chunk straight
+                    // from it (events queue up: at most one per 5 bytes).
                     if self.fill == 0 && chunk.len() - pos >= FRAME_SIZE {
-                        let mut frame = [0u8; FRAME_SIZE];
-                        frame.copy_from_slice(&chunk[pos..pos + FRAME_SIZE]);
-                        let base = self.offset;
-                        self.frame = frame;
-                        for (i, o) in self.frame_off.iter_mut().enumerate() {
-                            *o = base + i as u64;
-                        }
-                        self.offset += FRAME_SIZE as u64;
-                        self.stats.bytes += FRAME_SIZE as u64;
-                        pos += FRAME_SIZE;
-                        self.unpack();
+                        let mut queue = core::mem::take(&mut self.queue);
+                        pos = self.whole_frames(chunk, pos, &mut queue);
+                        self.queue = queue;
                     } else {
                         let b = chunk[pos];
                         pos += 1;
@@ -247,6 +262,23 @@ impl Deformatter {
             }
         }
         pos
+    }
+
+    /// Unpack every whole frame of `chunk` from `pos` (memory mode, on a
+    /// frame boundary) into `out`; returns the position after them.
+    #[inline]
+    fn whole_frames<E: Emit>(&mut self, chunk: &[u8], pos: usize, out: &mut E) -> usize {
+        let frames = &chunk[pos..];
+        let whole = frames.len() / FRAME_SIZE * FRAME_SIZE;
+        for frame in frames[..whole].chunks_exact(FRAME_SIZE) {
+            let mut f = [0u8; FRAME_SIZE];
+            f.copy_from_slice(frame);
+            let base = self.offset;
+            self.offset += FRAME_SIZE as u64;
+            self.unpack_at(&f, base, out);
+        }
+        self.stats.bytes += whole as u64;
+        pos + whole
     }
 
     fn continuous_byte(&mut self, b: u8, off: u64) {
@@ -341,18 +373,46 @@ impl Deformatter {
         }
     }
 
-    /// Unpack the frame in `self.frame` into queued events.
+    /// Unpack the frame in `self.frame`, its bytes at `self.frame_off`,
+    /// into queued events.
     fn unpack(&mut self) {
+        let (f, offs) = (self.frame, self.frame_off);
+        let mut queue = core::mem::take(&mut self.queue);
+        self.unpack_with(&f, &offs, &mut queue);
+        self.queue = queue;
+    }
+
+    /// Unpack `f`, whose bytes lie at `base`, `base + 1`, .., into `out`:
+    /// a frame with no ID change whose ID is a source's is one run of 15
+    /// bytes (half the frames of a capture of four sources, nearly all of
+    /// one).
+    #[inline]
+    fn unpack_at<E: Emit>(&mut self, f: &[u8; FRAME_SIZE], base: u64, out: &mut E) {
+        let id_bits = f[0] | f[2] | f[4] | f[6] | f[8] | f[10] | f[12] | f[14];
+        match self.cur_id {
+            Some(id) if id_bits & 1 == 0 && is_source_id(id) => {
+                self.stats.frames += 1;
+                out.emit(FrameEvent::Data(Run::whole_frame(id, base, f)));
+            }
+            _ => self.unpack_with(f, &base, out),
+        }
+    }
+
+    /// Unpack `f`, its bytes at `offs`, into `out`.
+    fn unpack_with<O: Offsets, E: Emit>(&mut self, f: &[u8; FRAME_SIZE], offs: &O, out: &mut E) {
         self.stats.frames += 1;
-        let f = self.frame;
         let aux = f[15];
         let mut u = Unpacker {
             id: self.cur_id,
-            block_index: self.frame_off[0],
+            block_index: offs.at(0),
             block_count: 0,
-            run: None,
-            offs: &self.frame_off,
-            queue: &mut self.queue,
+            run_id: None,
+            run_offset: 0,
+            run_index: 0,
+            len: 0,
+            bytes: [0; FRAME_SIZE - 1],
+            offs,
+            out,
         };
         for i in (0..14).step_by(2) {
             let flag = (aux >> (i / 2)) & 1;
@@ -385,46 +445,108 @@ impl Deformatter {
     }
 }
 
-/// Per-frame unpacking state.
-struct Unpacker<'a> {
+/// Where unpacked events go: the deformatter's queue, or a caller's
+/// function ([`Deformatter::feed_each`]).
+trait Emit {
+    fn emit(&mut self, event: FrameEvent);
+}
+
+impl Emit for Vec<FrameEvent> {
+    #[inline]
+    fn emit(&mut self, event: FrameEvent) {
+        self.push(event);
+    }
+}
+
+/// A caller's function as an [`Emit`].
+struct Each<F>(F);
+
+impl<F: FnMut(FrameEvent)> Emit for Each<F> {
+    #[inline]
+    fn emit(&mut self, event: FrameEvent) {
+        (self.0)(event);
+    }
+}
+
+/// Where the bytes of a frame lie in the input.
+trait Offsets {
+    /// The offset of the frame's byte `pos`.
+    fn at(&self, pos: usize) -> u64;
+}
+
+/// Each byte's own offset (continuous mode: syncs removed between them).
+impl Offsets for [u64; FRAME_SIZE] {
+    #[inline]
+    fn at(&self, pos: usize) -> u64 {
+        self[pos % FRAME_SIZE]
+    }
+}
+
+/// The offset of the first byte; the others follow it.
+impl Offsets for u64 {
+    #[inline]
+    fn at(&self, pos: usize) -> u64 {
+        self + pos as u64
+    }
+}
+
+/// Per-frame unpacking state: the ID in force, the block of data since
+/// the last ID change (for OpenCSD's index), and the run being built.
+struct Unpacker<'a, O, E> {
     id: Option<u8>,
     block_index: u64,
     block_count: u64,
-    run: Option<Run>,
-    offs: &'a [u64; FRAME_SIZE],
-    queue: &'a mut Vec<FrameEvent>,
+    /// The ID of the run being built (`len > 0`), `None` before any ID.
+    run_id: Option<u8>,
+    run_offset: u64,
+    run_index: u64,
+    len: u8,
+    bytes: [u8; FRAME_SIZE - 1],
+    offs: &'a O,
+    out: &'a mut E,
 }
 
-impl Unpacker<'_> {
+impl<O: Offsets, E: Emit> Unpacker<'_, O, E> {
     fn change_id(&mut self, new: u8, pos: usize) {
         self.flush();
         self.id = Some(new);
-        self.block_index = self.offs[pos];
+        self.block_index = self.offs.at(pos);
         self.block_count = 0;
     }
 
+    #[inline]
     fn data(&mut self, byte: u8, pos: usize) {
-        let off = self.offs[pos];
+        let off = self.offs.at(pos);
         let index = self.block_index + self.block_count;
         self.block_count += 1;
-        let id = self.id.unwrap_or(NULL_ID);
-        let extend = matches!(self.run, Some(r) if r.id == id && r.end() == off);
-        if !extend {
+        if self.len > 0 && (self.run_id != self.id || self.run_offset + u64::from(self.len) != off)
+        {
             self.flush();
-            self.run = Some(Run::new(id, off, index));
         }
-        if let Some(run) = self.run.as_mut() {
-            run.push(byte);
+        if self.len == 0 {
+            self.run_id = self.id;
+            self.run_offset = off;
+            self.run_index = index;
+        }
+        // A frame holds at most 15 data bytes.
+        if let Some(slot) = self.bytes.get_mut(usize::from(self.len)) {
+            *slot = byte;
+            self.len += 1;
         }
     }
 
     fn flush(&mut self) {
-        let Some(run) = self.run.take() else { return };
-        let event = match self.id_kind(run.id) {
+        if self.len == 0 {
+            return;
+        }
+        let id = self.run_id.unwrap_or(NULL_ID);
+        let run = Run::from_bytes(id, self.run_offset, self.run_index, &self.bytes, self.len);
+        self.len = 0;
+        let event = match self.id_kind(id) {
             None => FrameEvent::Data(run),
             Some(reason) => FrameEvent::Discarded { reason, run },
         };
-        self.queue.push(event);
+        self.out.emit(event);
     }
 
     fn id_kind(&self, id: u8) -> Option<DiscardReason> {

@@ -113,6 +113,42 @@ impl Run {
         }
     }
 
+    /// A run of a whole frame's 15 data bytes, all under `id` (a frame
+    /// with no ID change), the frame starting at `offset`.
+    pub(crate) fn whole_frame(id: u8, offset: u64, frame: &[u8; FRAME_SIZE]) -> Self {
+        let aux = frame[15];
+        let mut bytes = [0u8; FRAME_SIZE - 1];
+        for i in 0..7 {
+            bytes[2 * i] = frame[2 * i] | ((aux >> i) & 1);
+            bytes[2 * i + 1] = frame[2 * i + 1];
+        }
+        bytes[14] = frame[14] | (aux >> 7);
+        Run {
+            id,
+            offset,
+            opencsd_index: offset,
+            len: 15,
+            bytes,
+        }
+    }
+
+    /// A run of the first `len` of `bytes`.
+    pub(crate) fn from_bytes(
+        id: u8,
+        offset: u64,
+        opencsd_index: u64,
+        bytes: &[u8; FRAME_SIZE - 1],
+        len: u8,
+    ) -> Self {
+        Run {
+            id,
+            offset,
+            opencsd_index,
+            len: len.min(FRAME_SIZE as u8 - 1),
+            bytes: *bytes,
+        }
+    }
+
     pub(crate) fn push(&mut self, byte: u8) {
         // A frame holds at most 15 data bytes, so a run never overflows.
         if let Some(slot) = self.bytes.get_mut(usize::from(self.len)) {

@@ -230,6 +230,46 @@ proptest! {
     }
 }
 
+/// Every event of `input` fed in chunks of `chunk` bytes through
+/// [`Deformatter::feed_each`], then the end.
+fn collect_each(d: &mut Deformatter, input: &[u8], chunk: usize) -> Vec<FrameEvent> {
+    let mut out = Vec::new();
+    for c in input.chunks(chunk.max(1)) {
+        d.feed_each(c, |e| out.push(e));
+    }
+    out.extend(d.finish());
+    out
+}
+
+proptest! {
+    #[test]
+    fn feed_each_gives_the_events_of_feed(
+        data in prop::collection::vec(any::<u8>(), 0..600),
+        chunk in 1usize..70,
+        mode in 0usize..3,
+    ) {
+        let mode = [FrameMode::Memory, FrameMode::Continuous, FrameMode::Raw { id: 0x10 }][mode];
+        let want = collect(&mut Deformatter::new(mode), &data, chunk);
+        let got = collect_each(&mut Deformatter::new(mode), &data, chunk);
+        prop_assert_eq!(got, want);
+    }
+
+    #[test]
+    fn feed_each_gives_the_events_of_feed_on_formatted_trace(
+        segs in segments(),
+        chunk in 1usize..70,
+    ) {
+        let mut f = Formatter::new(FrameMode::Memory);
+        for (id, bytes) in &segs {
+            f.push(*id, bytes);
+        }
+        let frames = f.finish();
+        let want = collect(&mut Deformatter::new(FrameMode::Memory), &frames, chunk);
+        let got = collect_each(&mut Deformatter::new(FrameMode::Memory), &frames, chunk);
+        prop_assert_eq!(got, want);
+    }
+}
+
 /// Where an event's bytes start.
 fn event_offset(e: &FrameEvent) -> u64 {
     match e {
