@@ -13,4 +13,5 @@ pub mod events;
 mod line_buf;
 pub mod packet_lines;
 pub mod packets;
+pub mod pipeline;
 pub mod symbolized;

@@ -39,6 +39,7 @@ mod inline_stacks;
 mod kallsyms_names;
 mod listing_lines;
 mod listing_symbols;
+mod listing_threads;
 mod multicore_time;
 mod packets_cli;
 mod packets_known_bits;

@@ -675,16 +675,22 @@ fn cli_jsonl_of_a_large_capture_equals_one_decoder() {
     let dir = edited_snapshot(&src, &tmp.0, |b| repeat(b, 40));
     let input = resolve(&dir, &SourceFlags::default()).unwrap();
     let want = jsonl(&sequential(&input, &input.captures[0]).0);
-    let out = Command::new(env!("CARGO_BIN_EXE_trace-convert"))
-        .env("TRACE_CONVERT_JOBS", "2")
-        .args(["decode", "--format", "jsonl"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.stdout == want, "CLI output differs from one decoder's");
+    // Two threads: one decodes, one formats the lines; three: two decode.
+    for jobs in ["2", "3"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_trace-convert"))
+            .env("TRACE_CONVERT_JOBS", jobs)
+            .args(["decode", "--format", "jsonl"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.stdout == want,
+            "CLI output on {jobs} threads differs from one decoder's"
+        );
+    }
 }

@@ -22,6 +22,7 @@ use trace_convert::sinks::listing::event_lines::EventListing;
 use trace_convert::sinks::listing::events::EventFormat;
 use trace_convert::sinks::listing::packet_lines::PacketListing;
 use trace_convert::sinks::listing::packets::ListFormat;
+use trace_convert::sinks::listing::pipeline::pipelined;
 use trace_convert::sinks::listing::symbolized::write_event_symbolized;
 use trace_convert::symbols::Symbolizer;
 
@@ -469,18 +470,46 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
             print_skipped(capture);
             // With --trace-id, the bytes of the other IDs are not listed.
             let only = &args.input.source.trace_id;
-            let summary = packets::read_capture(capture, |item| match item {
-                trace_core::demux::Item::Unconfigured { run }
-                    if !only.is_empty() && !only.contains(&run.id) =>
-                {
-                    Ok(())
+            let listed = |item: &trace_core::demux::Item| match item {
+                trace_core::demux::Item::Unconfigured { run } => {
+                    only.is_empty() || only.contains(&run.id)
                 }
-                _ => listing.write(out, item),
-            })
-            .map_err(read_failure)?;
-            listing
-                .finish(out)
-                .map_err(|e| read_failure(ReadError::Output(e)))?;
+                _ => true,
+            };
+            let summary = if pipelines(capture) {
+                // Lines formatted on a second thread: the same bytes.
+                let mut lines = PacketListing::new(format);
+                let format_block = move |block: &[trace_core::demux::Item],
+                                         bytes: &mut Vec<u8>|
+                      -> io::Result<()> {
+                    for item in block {
+                        lines.write(bytes, item)?;
+                    }
+                    lines.finish(bytes)
+                };
+                pipelined(out, format_block, |feed| {
+                    packets::read_capture(capture, |item| {
+                        if listed(item) {
+                            feed.push(item.clone())?;
+                        }
+                        Ok(())
+                    })
+                })
+                .map_err(|e| read_failure(ReadError::Output(e)))?
+                .map_err(read_failure)?
+            } else {
+                let summary = packets::read_capture(capture, |item| {
+                    if listed(item) {
+                        listing.write(out, item)?;
+                    }
+                    Ok(())
+                })
+                .map_err(read_failure)?;
+                listing
+                    .finish(out)
+                    .map_err(|e| read_failure(ReadError::Output(e)))?;
+                summary
+            };
             for (id, s) in &summary.sources {
                 eprintln!(
                     "trace-convert: {}: ID {id:#04x}: {}, {} ({}), {} skipped, {}",
@@ -559,7 +588,12 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
                 (_, Some(s), Some(f)) => Listing::Symbolized(f, s),
                 _ => Listing::None,
             };
-            let t = decode_listing(args, listing, capture, &images, out)?;
+            let t = match (&listing, format) {
+                (Listing::Fast(_), Some(f)) if pipelines(capture) => {
+                    decode_pipelined(args, f, capture, &images, out)?
+                }
+                _ => decode_listing(args, listing, capture, &images, out)?,
+            };
             totals.bytes += t.bytes;
             totals.decoded += t.decoded;
         }
@@ -622,6 +656,64 @@ fn decode_listing(
             .finish(out)
             .map_err(|e| read_failure(ReadError::Output(e)))?;
     }
+    Ok(decode_summary(capture, &summary))
+}
+
+/// Whether a listing of `capture` is formatted on a thread of its own
+/// ([`pipelined`]): when the user's threads would decode it in parallel.
+/// The decode then has one thread less.
+fn pipelines(capture: &CaptureSpec) -> bool {
+    let opts = jobs::decode_options();
+    opts.jobs >= 2 && capture.size() >= opts.min_parallel_bytes
+}
+
+/// [`decode_listing`] of a fast listing, its lines formatted on a second
+/// thread: the same bytes.
+fn decode_pipelined(
+    args: &DecodeArgs,
+    format: EventFormat,
+    capture: &CaptureSpec,
+    images: &Images,
+    out: &mut dyn io::Write,
+) -> Result<Totals, ExitCode> {
+    let only = &args.input.source.trace_id;
+    let mut opts = jobs::decode_options();
+    opts.jobs -= 1;
+    let by_id = images.by_id(capture);
+    let other = std::sync::Arc::clone(images.other());
+    let instructions = args.instructions;
+    let mut listing = EventListing::new(format);
+    let format_block =
+        move |block: &[trace_core::event::Event], bytes: &mut Vec<u8>| -> io::Result<()> {
+            for e in block {
+                let mem = instructions.then(|| by_id.get(&e.id).map_or(&*other, |m| &**m));
+                listing.write(bytes, e, mem)?;
+            }
+            listing.finish(bytes)
+        };
+    let mut decoder = dec::decoder(capture, |name| images.of(name))
+        .map_err(read_failure)?
+        .options(opts)
+        .build();
+    let summary = pipelined(out, format_block, |feed| {
+        dec::run(
+            capture,
+            &mut decoder,
+            &mut trace_core::capture::each_event(|e| {
+                if only.is_empty() || only.contains(&e.id) {
+                    feed.push(*e)?;
+                }
+                Ok(())
+            }),
+        )
+    })
+    .map_err(|e| read_failure(ReadError::Output(e)))?
+    .map_err(read_failure)?;
+    Ok(decode_summary(capture, &summary))
+}
+
+/// Print the per-ID summary of a decode of `capture`; its totals.
+fn decode_summary(capture: &CaptureSpec, summary: &trace_core::capture::DecodeSummary) -> Totals {
     for (id, c) in &summary.sources {
         eprintln!(
             "trace-convert: {}: ID {id:#04x}: {}, {}, {} not accessible, {}",
@@ -635,7 +727,7 @@ fn decode_listing(
             eprintln!("trace-convert: {}: {line}", capture.path.display());
         }
     }
-    Ok(Totals {
+    Totals {
         bytes: summary.bytes,
         // An address reached without memory counts: the trace was
         // decoded as far as it can be without an image.
@@ -644,7 +736,7 @@ fn decode_listing(
             .iter()
             .map(|(_, c)| c.instructions + c.nacc)
             .sum(),
-    })
+    }
 }
 
 fn main() -> ExitCode {
