@@ -1,7 +1,9 @@
 //! A perf.data recording as an [`Input`]: one capture per piece of AUX
 //! data (an AUXTRACE buffer, cut where an AUX record ends inside it), the
 //! ETMv3/PTM sources of AUXTRACE_INFO, and the code of the executable
-//! mappings as the memory of every CPU.
+//! mappings as memory: a per-thread buffer's thread ([`Task`], from
+//! COMM, FORK, MMAP and ITRACE_START) reads its own process's mappings,
+//! a per-CPU buffer those of every process.
 
 use super::auxtrace::{unit_name, CpuBlock, EtmV3, TRACE_ID_UNSET};
 use super::records::{Aux, Auxtrace, Body, Mmap, Record};
