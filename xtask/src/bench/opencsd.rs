@@ -111,16 +111,25 @@ pub(super) fn lister(tmp: &Path) -> Result<Option<Lister>, String> {
         .output()
         .map_err(|e| format!("{}: {e}", lister.path.display()))?;
     let _ = std::fs::remove_file(tmp.join("trc_pkt_lister.ppl"));
-    let text = String::from_utf8_lossy(&help.stdout);
-    if let Some(v) = text
+    let (version, profile) = read_help(&String::from_utf8_lossy(&help.stdout));
+    if let Some(v) = version {
+        lister.version = v;
+    }
+    lister.profile = profile;
+    Ok(Some(lister))
+}
+
+/// The library version a lister's help text reports, and whether it lists
+/// the `-profile` option.
+fn read_help(text: &str) -> (Option<String>, bool) {
+    let version = text
         .lines()
         .find_map(|l| l.split_once("Library Version :"))
-        .map(|(_, v)| v.trim())
-    {
-        v.clone_into(&mut lister.version);
-    }
-    lister.profile = text.lines().any(|l| l.trim_start().starts_with("-profile"));
-    Ok(Some(lister))
+        .map(|(_, v)| v.trim().to_owned());
+    let profile = text
+        .lines()
+        .any(|l| l.split_whitespace().next() == Some("-profile"));
+    (version, profile)
 }
 
 /// Whether `line` holds the lister's closing words (after an error
@@ -413,4 +422,31 @@ pub(super) fn rows(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_closing, processed, read_help};
+
+    #[test]
+    fn the_byte_count_is_read_from_the_closing_line_even_after_an_error() {
+        let plain =
+            b"Trace Packet Lister : Trace buffer done, processed 16786168 bytes in 7.6 seconds.";
+        assert!(is_closing(plain));
+        assert_eq!(processed(plain), Some(16_786_168));
+        let halted = b"0x0017 (ERR) bad config.Trace Packet Lister : Trace buffer done, processed 28624 bytes in 0.001 seconds.";
+        assert!(is_closing(halted));
+        assert_eq!(processed(halted), Some(28_624));
+        assert!(!is_closing(b"Idx:16; ID:10; TRACE_ON"));
+    }
+
+    #[test]
+    fn the_help_text_gives_the_version_and_whether_profile_is_there() {
+        let with = "x\n** Library Version : 1.8.0\n\n-stats  Output statistics.\n-profile            Mute logging\n";
+        assert_eq!(read_help(with), (Some("1.8.0".to_owned()), true));
+        // An option that only starts with the word does not count.
+        let without = "** Library Version : 1.3.3\n-profiled   other\n-stats  x\n";
+        assert_eq!(read_help(without), (Some("1.3.3".to_owned()), false));
+        assert_eq!(read_help(""), (None, false));
+    }
 }
