@@ -24,12 +24,15 @@
 //! decode in a child process, whose peak memory is reported; default 256),
 //! `--cli-mb N` (size of the files the CLI lists as JSON Lines; default 16),
 //! `--opencsd-mb N` (size of the snapshots that the CLI and OpenCSD's
-//! `trc_pkt_lister` both list, see [`opencsd`]; default 2),
+//! `trc_pkt_lister` both list, see [`opencsd`]; default 16),
 //! `--runs N` (default 5), `--jobs N` (threads of the parallel rows,
 //! default all), `--only TEXT` (only the rows whose name contains TEXT,
 //! e.g. for a profiler).
 
 mod opencsd;
+mod real_snapshots;
+
+use real_snapshots::Capture;
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -80,7 +83,7 @@ impl Opts {
             size: number("--size-mb", 64)? << 20,
             file_size: number("--file-mb", 256)? << 20,
             cli_size: number("--cli-mb", 16)? << 20,
-            opencsd_size: number("--opencsd-mb", 2)? << 20,
+            opencsd_size: number("--opencsd-mb", 16)? << 20,
             runs: number("--runs", 5)?.max(1),
             jobs: number("--jobs", 0)?,
             only: value("--only").cloned(),
@@ -515,8 +518,9 @@ fn encoded_two_source_snapshot(dir: &Path, size: usize) -> Result<(PathBuf, Path
 }
 
 /// A copy of snapshot `src` in `dir` whose trace buffer file is `unit`
-/// repeated up to `size` bytes (the other files are copied); returns the
-/// copy and its buffer's path.
+/// repeated up to `size` bytes, at the same place in the snapshot (the
+/// other files beside `snapshot.ini` are copied); returns the copy and its
+/// buffer's path.
 fn snapshot_with(
     src: &Path,
     dir: &Path,
@@ -530,30 +534,33 @@ fn snapshot_with(
         .first()
         .map(|c| c.path.clone())
         .ok_or("no capture")?;
+    let within = buffer
+        .strip_prefix(src)
+        .map_err(|_| format!("{}: buffer outside the snapshot", buffer.display()))?;
     let name = src.file_name().ok_or("snapshot name")?;
     let out = dir.join(name);
     std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
-    let mut big = PathBuf::new();
     for entry in std::fs::read_dir(src).map_err(|e| e.to_string())? {
         let path = entry.map_err(|e| e.to_string())?.path();
         let Some(file) = path.file_name().filter(|_| path.is_file()) else {
             continue;
         };
-        let target = out.join(file);
-        if Some(file) == buffer.file_name() {
-            let f = std::fs::File::create(&target).map_err(|e| e.to_string())?;
-            let mut w = std::io::BufWriter::new(f);
-            let mut written = 0;
-            while written < size.max(1) {
-                w.write_all(unit).map_err(|e| e.to_string())?;
-                written += unit.len().max(1);
-            }
-            w.flush().map_err(|e| e.to_string())?;
-            big = target;
-        } else {
-            std::fs::copy(&path, &target).map_err(|e| e.to_string())?;
+        if path != buffer {
+            std::fs::copy(&path, out.join(file)).map_err(|e| e.to_string())?;
         }
     }
+    let big = out.join(within);
+    if let Some(parent) = big.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+    }
+    let f = std::fs::File::create(&big).map_err(|e| format!("{}: {e}", big.display()))?;
+    let mut w = std::io::BufWriter::new(f);
+    let mut written = 0;
+    while written < size.max(1) {
+        w.write_all(unit).map_err(|e| e.to_string())?;
+        written += unit.len().max(1);
+    }
+    w.flush().map_err(|e| e.to_string())?;
     Ok((out, big))
 }
 
@@ -1180,15 +1187,40 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
             convert_rows(&opts, &bin, &cli_dir, jobs, &mut rows)?;
         }
         if opts.wants(opencsd::TAG) {
-            let dir = tmp.0.join("opencsd");
-            let size = opts.opencsd_size;
-            let (ptm_snap, ptm_file) = snapshot_with(&rstk_dir, &dir, &unit, size)?;
-            let (tc2_snap, tc2_file) = snapshot_with(&tc2_dir, &dir, &capture, size)?;
-            let inputs = [
-                ("PTM raw", ptm_snap, ptm_file, ptm_base),
-                ("TC2 sessions", tc2_snap, tc2_file, sessions_base),
-            ];
-            opencsd::rows(&opts, &bin, &inputs, &mut rows)?;
+            match opencsd::lister(&tmp.0)? {
+                None => rows.push(opencsd::skipped(
+                    "trc_pkt_lister is neither named by XTASK_OPENCSD nor on the PATH \
+                     (Debian: libopencsd-bin)"
+                        .into(),
+                )),
+                Some(lister) => {
+                    let dir = tmp.0.join("opencsd");
+                    let size = opts.opencsd_size;
+                    let (ptm_snap, ptm_file) = snapshot_with(&rstk_dir, &dir, &unit, size)?;
+                    let (tc2_snap, tc2_file) = snapshot_with(&tc2_dir, &dir, &capture, size)?;
+                    let mut inputs = vec![
+                        Capture {
+                            name: "PTM raw".into(),
+                            snap: ptm_snap,
+                            file: ptm_file,
+                            base: ptm_base,
+                        },
+                        Capture {
+                            name: "TC2 sessions".into(),
+                            snap: tc2_snap,
+                            file: tc2_file,
+                            base: sessions_base,
+                        },
+                    ];
+                    inputs.extend(real_snapshots::inputs(
+                        &test_support::real_path(),
+                        &dir,
+                        size,
+                        opts.runs,
+                    )?);
+                    opencsd::rows(&opts, &bin, &lister, &inputs, &mut rows)?;
+                }
+            }
         }
         for (name, snap) in [("TC2", &tc2_dir), ("tc2-ptm-rstk-t32", &rstk_dir)] {
             if !opts.wants(cli_rows[2]) {
