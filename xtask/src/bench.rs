@@ -23,12 +23,15 @@
 //! `--file-mb N` (size of the capture files that the library and the CLI
 //! decode in a child process, whose peak memory is reported; default 256),
 //! `--cli-mb N` (size of the files the CLI lists as JSON Lines; default 16),
+//! `--rss-mb N` (size of the inputs whose peak memory is measured for
+//! every output, see [`goals`]; default 1024, 0: none),
 //! `--opencsd-mb N` (size of the snapshots that the CLI and OpenCSD's
 //! `trc_pkt_lister` both list, see [`opencsd`]; default 16),
 //! `--runs N` (default 5), `--jobs N` (threads of the parallel rows,
 //! default all), `--only TEXT` (only the rows whose name contains TEXT,
 //! e.g. for a profiler).
 
+mod goals;
 mod opencsd;
 mod real_snapshots;
 
@@ -62,6 +65,7 @@ struct Opts {
     file_size: usize,
     cli_size: usize,
     opencsd_size: usize,
+    rss_size: usize,
     runs: usize,
     jobs: usize,
     only: Option<String>,
@@ -84,6 +88,7 @@ impl Opts {
             file_size: number("--file-mb", 256)? << 20,
             cli_size: number("--cli-mb", 16)? << 20,
             opencsd_size: number("--opencsd-mb", 16)? << 20,
+            rss_size: number("--rss-mb", 1024)? << 20,
             runs: number("--runs", 5)?.max(1),
             jobs: number("--jobs", 0)?,
             only: value("--only").cloned(),
@@ -969,6 +974,9 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
             });
         }
     }
+    if opts.wants(&format!("{}: deformatter", goals::TAG)) {
+        rows.push(goals::deformat_row(&opts, &sessions, sessions_base));
+    }
     for (name, id, cfg, mem, bytes, base) in [
         ("PTM", 2u8, ptm_cfg, &ptm_mem, &ptm, ptm_base),
         ("ETMv3", 0x10, etm_cfg, &etm_mem, &etm, etm_base),
@@ -1153,6 +1161,7 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
         "CLI convert to",
         "CLI start-up + decode",
         opencsd::TAG,
+        goals::TAG,
     ];
     if cli_rows.iter().any(|w| opts.wants(w)) {
         let bin = cli_binary()?;
@@ -1185,6 +1194,14 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
         }
         if opts.wants(cli_rows[1]) {
             convert_rows(&opts, &bin, &cli_dir, jobs, &mut rows)?;
+        }
+        if opts.wants(goals::TAG) {
+            let inputs: [(&str, &Path, &Path); 2] = [
+                ("PTM raw", &ptm_snap, &ptm_file),
+                ("TC2 sessions", &tc2_snap, &tc2_file),
+            ];
+            goals::cli_rows(&opts, &bin, jobs, &inputs, &mut rows)?;
+            goals::rss_rows(&opts, &bin, &tc2_dir, &capture, &tmp.0, &mut rows)?;
         }
         if opts.wants(opencsd::TAG) {
             match opencsd::lister(&tmp.0)? {
