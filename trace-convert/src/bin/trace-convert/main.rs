@@ -22,19 +22,21 @@ use trace_convert::sinks::listing::event_lines::EventListing;
 use trace_convert::sinks::listing::events::EventFormat;
 use trace_convert::sinks::listing::packet_lines::PacketListing;
 use trace_convert::sinks::listing::packets::ListFormat;
-use trace_convert::sinks::listing::pipeline::{pipelined, Feeder};
 use trace_convert::sinks::listing::symbolized::write_event_symbolized;
 use trace_convert::symbols::Symbolizer;
 
 mod assets_cli;
 mod convert_cli;
 mod jobs;
+mod listing_threads;
 mod outputs_cli;
 mod progress_bar;
 mod report_cli;
 mod typo;
 mod window_cli;
+
 use convert_cli::ConvertArgs;
+use listing_threads::{decode_pipelined, packets_pipelined, pipelines};
 use outputs_cli::{listing_plan, output_failure, with_output};
 use trace_convert::output::OutputPlan;
 
@@ -478,25 +480,7 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
             };
             let summary = if pipelines(capture) {
                 // Lines formatted on a second thread: the same bytes.
-                let formatter = || {
-                    let mut lines = PacketListing::new(format);
-                    move |block: &[trace_core::demux::Item], bytes: &mut Vec<u8>| {
-                        for item in block {
-                            lines.write(bytes, item)?;
-                        }
-                        lines.finish(bytes)
-                    }
-                };
-                pipelined(out, formatter, |feed| {
-                    packets::read_capture(capture, |item| {
-                        if listed(item) {
-                            feed.push(item.clone())?;
-                        }
-                        Ok(())
-                    })
-                })
-                .map_err(|e| read_failure(ReadError::Output(e)))?
-                .map_err(read_failure)?
+                packets_pipelined(capture, format, out, listed)?
             } else {
                 let summary = packets::read_capture(capture, |item| {
                     if listed(item) {
@@ -657,89 +641,6 @@ fn decode_listing(
             .map_err(|e| read_failure(ReadError::Output(e)))?;
     }
     Ok(decode_summary(capture, &summary))
-}
-
-/// Whether a listing of `capture` is formatted on a thread of its own
-/// ([`pipelined`]): when the user's threads would decode it in parallel.
-/// The decode then has one thread less.
-fn pipelines(capture: &CaptureSpec) -> bool {
-    let opts = jobs::decode_options();
-    opts.jobs >= 2 && capture.size() >= opts.min_parallel_bytes
-}
-
-/// [`decode_listing`] of a fast listing, its lines formatted on a second
-/// thread: the same bytes.
-fn decode_pipelined(
-    args: &DecodeArgs,
-    format: EventFormat,
-    capture: &CaptureSpec,
-    images: &Images,
-    out: &mut dyn io::Write,
-) -> Result<Totals, ExitCode> {
-    let only = &args.input.source.trace_id;
-    let mut opts = jobs::decode_options();
-    opts.jobs -= 1;
-    let by_id = images.by_id(capture);
-    let other = std::sync::Arc::clone(images.other());
-    let instructions = args.instructions;
-    // A formatter per thread, each with its own listing writer.
-    let formatter = || {
-        let mut listing = EventListing::new(format);
-        let (by_id, other) = (by_id.clone(), std::sync::Arc::clone(&other));
-        move |block: &[trace_core::event::Event], bytes: &mut Vec<u8>| -> io::Result<()> {
-            for e in block {
-                let mem = instructions.then(|| by_id.get(&e.id).map_or(&*other, |m| &**m));
-                listing.write(bytes, e, mem)?;
-            }
-            listing.finish(bytes)
-        }
-    };
-    let mut decoder = dec::decoder(capture, |name| images.of(name))
-        .map_err(read_failure)?
-        .options(opts)
-        .build();
-    let summary = pipelined(out, formatter, |feed| {
-        dec::run(capture, &mut decoder, &mut ToFeeder { feed, only })
-    })
-    .map_err(|e| read_failure(ReadError::Output(e)))?
-    .map_err(read_failure)?;
-    Ok(decode_summary(capture, &summary))
-}
-
-/// Hands a decode's events to a listing's formatters, in slices as the
-/// decode stores them (those of `only` when given).
-struct ToFeeder<'f, 'o, F> {
-    feed: &'f mut Feeder<'o, trace_core::event::Event, F>,
-    only: &'f [u8],
-}
-
-impl<F> trace_core::capture::Consumer for ToFeeder<'_, '_, F>
-where
-    F: FnMut(&[trace_core::event::Event], &mut Vec<u8>) -> io::Result<()>,
-{
-    const SLICES: bool = true;
-
-    fn take(&mut self, d: trace_core::capture::Delivery<'_>) -> io::Result<()> {
-        match d {
-            trace_core::capture::Delivery::Event(e) | trace_core::capture::Delivery::Folded(e) => {
-                if self.only.is_empty() || self.only.contains(&e.id) {
-                    self.feed.push(*e)?;
-                }
-                Ok(())
-            }
-            trace_core::capture::Delivery::Part { .. } => Ok(()),
-        }
-    }
-
-    fn take_slice(&mut self, events: &[trace_core::event::Event]) -> io::Result<()> {
-        if self.only.is_empty() {
-            return self.feed.extend(events);
-        }
-        events
-            .iter()
-            .filter(|e| self.only.contains(&e.id))
-            .try_for_each(|e| self.feed.push(*e))
-    }
 }
 
 /// Print the per-ID summary of a decode of `capture`; its totals.
