@@ -17,6 +17,30 @@ use trace_convert::symbols::Symbolizer;
 use trace_core::memory::{MemoryMap, Space};
 use trace_encode::{encode_etm, encode_ptm, EtmOptions, Flow, PtmOptions, Trace};
 
+/// Every event of `spec`, decoded on one thread with the memory image
+/// `memory` gives each source.
+pub fn one_thread_events(
+    spec: &trace_convert::input::source::CaptureSpec,
+    memory: impl FnMut(&str) -> std::sync::Arc<dyn trace_core::memory::MemoryImage>,
+) -> Vec<trace_core::event::Event> {
+    let mut events = Vec::new();
+    trace_convert::decode::decoder(spec, memory)
+        .and_then(|d| {
+            trace_convert::decode::run(
+                spec,
+                &mut d
+                    .options(trace_core::capture::DecodeOptions::with_jobs(1))
+                    .build(),
+                &mut trace_core::capture::each_event(|e| {
+                    events.push(*e);
+                    Ok(())
+                }),
+            )
+        })
+        .expect("decodes");
+    events
+}
+
 /// The outputs of one conversion.
 pub struct Outputs {
     pub chrome: String,

@@ -56,22 +56,7 @@ fn memory(elf: &Path) -> Arc<dyn MemoryImage> {
 }
 
 fn events(input: &Input, mem: &Arc<dyn MemoryImage>) -> Vec<Event> {
-    let mut v = Vec::new();
-    trace_convert::decode::decoder(&input.captures[0], |_| Arc::clone(mem))
-        .and_then(|d| {
-            trace_convert::decode::run(
-                &input.captures[0],
-                &mut d
-                    .options(trace_core::capture::DecodeOptions::with_jobs(1))
-                    .build(),
-                &mut trace_core::capture::each_event(|e| {
-                    v.push(*e);
-                    Ok(())
-                }),
-            )
-        })
-        .unwrap();
-    v
+    crate::convert_common::one_thread_events(&input.captures[0], |_| Arc::clone(mem))
 }
 
 #[test]

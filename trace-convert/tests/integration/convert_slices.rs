@@ -86,21 +86,8 @@ fn slices_of_any_length_convert_as_events_one_by_one() {
     let (input, elf, _, memory) = example();
     let symbols = Symbolizer::from_elves(std::slice::from_ref(&elf)).expect("symbols");
     let spec = input.captures.first().expect("a capture");
-    let mut events: Vec<Event> = Vec::new();
-    trace_convert::decode::decoder(spec, |_| Arc::clone(&memory))
-        .and_then(|d| {
-            trace_convert::decode::run(
-                spec,
-                &mut d
-                    .options(trace_core::capture::DecodeOptions::with_jobs(1))
-                    .build(),
-                &mut trace_core::capture::each_event(|e| {
-                    events.push(*e);
-                    Ok(())
-                }),
-            )
-        })
-        .expect("decodes");
+    let events: Vec<Event> =
+        crate::convert_common::one_thread_events(spec, |_| Arc::clone(&memory));
     let calls = events
         .iter()
         .filter(|e| matches!(&e.kind, EventKind::Range(r) if r.link && r.executed))

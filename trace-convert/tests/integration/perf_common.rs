@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+use crate::convert_common::one_thread_events;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use trace_convert::decode::{memory_for, ExtraMemory};
@@ -14,26 +15,11 @@ use trace_core::memory::MemoryImage;
 use trace_encode::perf::{write_perf_data, AuxBuffer, AuxPiece, PerfMmap, PerfSource, PerfSpec};
 
 pub fn decode(input: &Input, spec: &CaptureSpec) -> Vec<Event> {
-    let mut events = Vec::new();
-    trace_convert::decode::decoder(spec, |name: &str| -> Arc<dyn MemoryImage> {
+    one_thread_events(spec, |name: &str| -> Arc<dyn MemoryImage> {
         Arc::new(
             memory_for(input.snapshot.as_ref(), name, &ExtraMemory::default()).expect("memory"),
         )
     })
-    .and_then(|d| {
-        trace_convert::decode::run(
-            spec,
-            &mut d
-                .options(trace_core::capture::DecodeOptions::with_jobs(1))
-                .build(),
-            &mut trace_core::capture::each_event(|e| {
-                events.push(*e);
-                Ok(())
-            }),
-        )
-    })
-    .expect("decodes");
-    events
 }
 
 /// The recording of one snapshot capture: its sources as CPUs 0, 1, ..,

@@ -5,7 +5,7 @@
 //! process. The programs are corpus programs encoded by trace-encode; the
 //! expected stacks are the emulator's (`*.cov.json`).
 
-use crate::convert_common::{cli, corpus_program, folded_map, truth_stacks};
+use crate::convert_common::{cli, corpus_program, folded_map, one_thread_events, truth_stacks};
 use crate::perf_common::write;
 use object::{Object, ObjectSegment};
 use std::collections::BTreeMap;
@@ -115,24 +115,9 @@ pub fn recording(a: &(PathBuf, Trace), b: &(PathBuf, Trace)) -> PerfSpec {
 
 /// Decode `spec` of `input` with the memory of `input` and `extra`.
 fn decode_with(input: &Input, spec: &CaptureSpec, extra: &ExtraMemory) -> Vec<Event> {
-    let mut events = Vec::new();
-    trace_convert::decode::decoder(spec, |name: &str| -> Arc<dyn MemoryImage> {
+    one_thread_events(spec, |name: &str| -> Arc<dyn MemoryImage> {
         Arc::new(memory_for(input.snapshot.as_ref(), name, extra).expect("memory"))
     })
-    .and_then(|d| {
-        trace_convert::decode::run(
-            spec,
-            &mut d
-                .options(trace_core::capture::DecodeOptions::with_jobs(1))
-                .build(),
-            &mut trace_core::capture::each_event(|e| {
-                events.push(*e);
-                Ok(())
-            }),
-        )
-    })
-    .expect("decodes");
-    events
 }
 
 /// `trace` decoded alone, with `elf` as its memory.
