@@ -66,6 +66,27 @@ pub struct Task {
     pub thread: String,
 }
 
+impl Task {
+    /// The name of thread `tid` when the recording gives none: `:tid`,
+    /// as `perf` shows it.
+    #[must_use]
+    pub fn unnamed_name(tid: u32) -> String {
+        format!(":{tid}")
+    }
+
+    /// Thread `tid` that the recording names nowhere: its own process,
+    /// both [unnamed](Self::unnamed_name).
+    #[must_use]
+    pub fn unnamed(tid: u32) -> Task {
+        Task {
+            pid: tid,
+            tid,
+            process: Task::unnamed_name(tid),
+            thread: Task::unnamed_name(tid),
+        }
+    }
+}
+
 impl CaptureSpec {
     /// Open the capture file: through the snapshot folder for a snapshot's
     /// buffer (so it cannot lead outside), and in every case only when

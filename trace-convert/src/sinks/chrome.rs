@@ -32,6 +32,7 @@ use super::coalesce::{Held, Instants};
 use crate::clock::ClockInfo;
 use crate::fast_map::{FastMap, FastSet};
 use crate::input::source::Task;
+use crate::sinks::context::core_name;
 use crate::sinks::{EventCtx, Flow, Interest, NoParts, Output, RunInfo, Sink, ThreadKey};
 use std::io;
 use trace_core::event::{Event, EventKind};
@@ -147,10 +148,7 @@ impl<W: Output> ChromeSink<W> {
                 json_str(&pname)
             )?;
         }
-        let tname = match self.names.get(&thread.id) {
-            Some(n) => n.clone(),
-            None => format!("trace ID {:#04x}", thread.id),
-        };
+        let tname = core_name(&self.names, thread.id);
         self.sep()?;
         write!(
             self.out,
@@ -165,10 +163,12 @@ impl<W: Output> ChromeSink<W> {
     /// `tid`, named after its command. The same thread traced by another
     /// core (it migrated) gets a track of its own, `tid` above 2^32.
     fn task_ids(&mut self, thread: ThreadKey, tid: u32) -> io::Result<(u64, u64)> {
-        let (pid, pname, tname) = match self.tasks.get(&tid) {
-            Some(t) => (u64::from(t.pid), t.process.clone(), t.thread.clone()),
-            None => (u64::from(tid), format!(":{tid}"), format!(":{tid}")),
-        };
+        let task = self
+            .tasks
+            .get(&tid)
+            .cloned()
+            .unwrap_or_else(|| Task::unnamed(tid));
+        let (pid, pname, tname) = (u64::from(task.pid), task.process, task.thread);
         if self.task_pids.insert(pid) {
             self.sep()?;
             write!(
@@ -180,11 +180,7 @@ impl<W: Output> ChromeSink<W> {
         let (track, name) = if self.task_tids.insert((pid, u64::from(tid))) {
             (u64::from(tid), tname)
         } else {
-            let core = self
-                .names
-                .get(&thread.id)
-                .cloned()
-                .unwrap_or_else(|| format!("trace ID {:#04x}", thread.id));
+            let core = core_name(&self.names, thread.id);
             let track = ((u64::from(thread.id) + 1) << 32) | u64::from(tid);
             self.task_tids.insert((pid, track));
             (track, format!("{tname} on {core}"))

@@ -104,6 +104,15 @@ impl SourceName {
     }
 }
 
+/// The name of trace ID `id`'s thread track in `names` (from
+/// [`SourceName::thread_name`]), else `trace ID 0x10`.
+pub(crate) fn core_name(names: &crate::fast_map::FastMap<u8, String>, id: u8) -> String {
+    names
+        .get(&id)
+        .cloned()
+        .unwrap_or_else(|| format!("trace ID {id:#04x}"))
+}
+
 /// Which events a sink is given ([`Sink::interest`](super::Sink::interest)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Interest {

@@ -31,6 +31,7 @@
 use crate::callstack::FrameKind;
 use crate::fast_map::FastMap;
 use crate::input::source::Task;
+use crate::sinks::context::core_name;
 use crate::sinks::{EventCtx, Flow, NoParts, Output, RunInfo, Sink, SourceName, ThreadKey};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -320,17 +321,14 @@ impl FoldedStacks {
         if let Some(n) = self.threads.get(&thread) {
             return *n;
         }
-        let core = match self.source_names.get(&thread.id) {
-            Some(name) => name.clone(),
-            None => format!("trace ID {:#04x}", thread.id),
-        };
+        let core = core_name(&self.source_names, thread.id);
         let text = match (thread.task, thread.context) {
             (Some(tid), _) => {
                 self.by_process = true;
                 self.task_names
                     .get(&tid)
                     .cloned()
-                    .unwrap_or_else(|| format!(":{tid}"))
+                    .unwrap_or_else(|| Task::unnamed_name(tid))
             }
             (None, Some(c)) => format!("context {c:#x}/{core}"),
             (None, None) => core,

@@ -27,6 +27,7 @@ use crate::callstack::FuncId;
 use crate::clock::ClockInfo;
 use crate::fast_map::{FastMap, FastSet};
 use crate::input::source::Task;
+use crate::sinks::context::core_name;
 use crate::sinks::{EventCtx, Flow, Interest, NoParts, Output, RunInfo, Sink, ThreadKey};
 use std::io;
 use trace_core::event::{Event, EventKind};
@@ -158,13 +159,22 @@ impl Layout {
                 pid
             }
         };
-        let tname = match self.names.get(&thread.id) {
-            Some(n) => n.clone(),
-            None => format!("trace ID {:#04x}", thread.id),
-        };
+        let tname = core_name(&self.names, thread.id);
         let slices = w.thread_track(pid, i32::from(thread.id), &tname)?;
+        self.with_depth(w, thread, slices, &tname)
+    }
+
+    /// `thread`'s tracks: its slices on `slices`, named `label`, and its
+    /// call-depth counter inside it.
+    fn with_depth<W: Output>(
+        &mut self,
+        w: &mut PerfettoWriter<W>,
+        thread: ThreadKey,
+        slices: TrackId,
+        label: &str,
+    ) -> io::Result<Tracks> {
         let depth =
-            w.counter_track(&format!("{tname} call depth"), Some("frames"), Some(slices))?;
+            w.counter_track(&format!("{label} call depth"), Some("frames"), Some(slices))?;
         let t = Tracks {
             slices,
             depth,
@@ -186,10 +196,12 @@ impl Layout {
         thread: ThreadKey,
         tid: u32,
     ) -> io::Result<Tracks> {
-        let (pid, pname, tname) = match self.tasks.get(&tid) {
-            Some(t) => (t.pid, t.process.clone(), t.thread.clone()),
-            None => (tid, format!(":{tid}"), format!(":{tid}")),
-        };
+        let task = self
+            .tasks
+            .get(&tid)
+            .cloned()
+            .unwrap_or_else(|| Task::unnamed(tid));
+        let (pid, pname, tname) = (task.pid, task.process, task.thread);
         // Perfetto's process and thread IDs are 32-bit signed.
         let (ppid, ptid) = (pid as i32, tid as i32);
         if self.task_pids.insert(pid) {
@@ -202,24 +214,12 @@ impl Layout {
                 (t, tname)
             }
             Some(&first) => {
-                let core = self
-                    .names
-                    .get(&thread.id)
-                    .cloned()
-                    .unwrap_or_else(|| format!("trace ID {:#04x}", thread.id));
+                let core = core_name(&self.names, thread.id);
                 let label = format!("{tname} on {core}");
                 (w.track(&label, Some(first))?, label)
             }
         };
-        let depth =
-            w.counter_track(&format!("{label} call depth"), Some("frames"), Some(slices))?;
-        let t = Tracks {
-            slices,
-            depth,
-            shown: -1,
-        };
-        self.tracks.insert(thread, t);
-        Ok(t)
+        self.with_depth(w, thread, slices, &label)
     }
 }
 

@@ -555,11 +555,6 @@ struct Tasks {
     exec_at: BTreeMap<u32, u64>,
 }
 
-/// What `perf` shows for a thread whose command name it never learnt.
-fn unnamed(tid: u32) -> String {
-    format!(":{tid}")
-}
-
 /// The threads and processes `records` name.
 fn tasks(records: &[Record]) -> Tasks {
     let mut t = Tasks::default();
@@ -581,7 +576,7 @@ fn tasks(records: &[Record]) -> Tasks {
                 let comm = t
                     .threads
                     .get(&f.ptid)
-                    .map_or_else(|| unnamed(f.tid), |(_, c)| c.clone());
+                    .map_or_else(|| Task::unnamed_name(f.tid), |(_, c)| c.clone());
                 t.threads.insert(f.tid, (f.pid, comm));
                 if f.pid != f.ppid {
                     t.parent.insert(f.pid, f.ppid);
@@ -592,7 +587,7 @@ fn tasks(records: &[Record]) -> Tasks {
             {
                 t.threads
                     .entry(*tid)
-                    .or_insert_with(|| (*pid, unnamed(*tid)));
+                    .or_insert_with(|| (*pid, Task::unnamed_name(*tid)));
             }
             _ => {}
         }
@@ -604,11 +599,9 @@ impl Tasks {
     /// Thread `tid` and its process, named as the recording names them
     /// (`:tid`, as `perf` shows it, when it does not).
     fn task(&self, tid: u32) -> Task {
-        let (pid, thread) = self
-            .threads
-            .get(&tid)
-            .cloned()
-            .unwrap_or_else(|| (tid, unnamed(tid)));
+        let Some((pid, thread)) = self.threads.get(&tid).cloned() else {
+            return Task::unnamed(tid);
+        };
         let process = self
             .threads
             .get(&pid)
