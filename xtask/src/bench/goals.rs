@@ -93,7 +93,6 @@ pub fn cli_rows(
     let threads = if jobs > 1 { vec![1, jobs] } else { vec![1] };
     for &(name, snap, file) in inputs {
         let bytes = std::fs::metadata(file).map_or(0, |m| m.len()) as usize;
-        let none = times(opts, bin, &["decode", "--format", "none"], snap, &threads)?;
         let mut runs: Vec<(String, Vec<&str>, &str, f64)> = vec![
             (
                 "decode --format jsonl".into(),
@@ -133,11 +132,15 @@ pub fn cli_rows(
                 ),
             ]);
         }
+        let row_of = |what: &str| format!("{TAG}: CLI {what}, {name}");
+        runs.retain(|(what, ..)| opts.wants(&row_of(what)));
+        if runs.is_empty() {
+            continue;
+        }
+        // The baseline, on one thread: what every ratio is against.
+        let none = times(opts, bin, &["decode", "--format", "none"], snap, &[1])?;
         for (what, args, goal, limit) in runs {
-            let row = format!("{TAG}: CLI {what}, {name}");
-            if !opts.wants(&row) {
-                continue;
-            }
+            let row = row_of(&what);
             let t = times(opts, bin, &args, snap, &threads)?;
             let mut note = if limit > 0.0 {
                 let r = ratio(t[0].0, none[0].0);
@@ -189,7 +192,7 @@ pub fn rss_rows(
     dir: &Path,
     rows: &mut Vec<Row>,
 ) -> Result<(), String> {
-    if opts.rss_size == 0 || !opts.wants(&format!("{TAG}: peak RSS")) {
+    if opts.rss_size == 0 || !opts.may_want(&format!("{TAG}: peak RSS")) {
         return Ok(());
     }
     let (snap, file) = snapshot_with(tc2_dir, &dir.join("rss"), unit, opts.rss_size)?;
@@ -234,7 +237,14 @@ pub fn rss_rows(
         ),
     ];
     for (what, args) in outputs {
-        rows.push(rss_row(bin, &args, &snap, &format!("{what}, TC2"), bytes)?);
+        rows.extend(rss_row(
+            opts,
+            bin,
+            &args,
+            &snap,
+            &format!("{what}, TC2"),
+            bytes,
+        )?);
         for f in [&pf, &fo, &rep, &ev] {
             let _ = std::fs::remove_file(f);
         }
@@ -253,7 +263,8 @@ pub fn rss_rows(
             ["--no-progress", "--elf", elf, "--autofdo", "-"],
         ),
     ] {
-        rows.push(rss_row(
+        rows.extend(rss_row(
+            opts,
             bin,
             &args,
             &snap,
@@ -268,17 +279,22 @@ pub fn rss_rows(
 
 /// One run of the CLI with `args` on `snap` (`bytes` of capture) on the
 /// default threads (all of them, for the parallel decode's memory): its
-/// peak memory against the goal.
+/// peak memory against the goal; nothing when the row is not wanted.
 fn rss_row(
+    opts: &Opts,
     bin: &Path,
     args: &[&str],
     snap: &Path,
     what: &str,
     bytes: usize,
-) -> Result<Row, String> {
+) -> Result<Option<Row>, String> {
+    let what = format!("{TAG}: peak RSS, {what} {} MiB", bytes >> 20);
+    if !opts.wants(&what) {
+        return Ok(None);
+    }
     let (time, peak, _) = run_child(bin, args, snap, &[], false, &[])?;
-    Ok(Row {
-        what: format!("{TAG}: peak RSS, {what} {} MiB", bytes >> 20),
+    Ok(Some(Row {
+        what,
         bytes,
         time,
         instructions: None,
@@ -292,5 +308,5 @@ fn rss_row(
                 ", not met"
             }
         ),
-    })
+    }))
 }
