@@ -106,7 +106,9 @@ pub struct ConvertArgs {
     max_depth: usize,
     /// Show no inlined functions: by default code that DWARF says was
     /// inlined gets frames of its own (the inlined function above the one
-    /// it was inlined into) in the Chrome, Perfetto and folded outputs.
+    /// it was inlined into) in the Chrome, Perfetto and folded outputs,
+    /// rows in the report and FN records in LCOV; with this flag it counts
+    /// for the function it was inlined into everywhere.
     /// Example: --no-inline
     #[arg(help_heading = "Code and symbols", long)]
     no_inline: bool,

@@ -113,7 +113,7 @@ enum Command {
     ///
     /// Examples:
     ///   trace-convert report                       (the bundled example)
-    ///   trace-convert report app.snapshot --elf app.elf --inline --sort total
+    ///   trace-convert report app.snapshot --elf app.elf --sort total
     ///   trace-convert report TC2 --format csv -o tc2.csv
     #[command(verbatim_doc_comment)]
     Report(report_cli::ReportArgs),
