@@ -361,7 +361,16 @@ mod tests {
         for (cycles, want) in [
             (Some(0), vec![Some(0); 5]),
             (Some(1), vec![Some(0), Some(0), Some(0), Some(0), Some(1)]),
-            (Some(u32::MAX), vec![Some(1_073_741_823), Some(1_073_741_824), Some(536_870_912), Some(536_870_912), Some(1_073_741_824)]),
+            (
+                Some(u32::MAX),
+                vec![
+                    Some(1_073_741_823),
+                    Some(1_073_741_824),
+                    Some(536_870_912),
+                    Some(536_870_912),
+                    Some(1_073_741_824),
+                ],
+            ),
             (None, vec![None; 5]),
         ] {
             let mut r = range(0x108, 8, Isa::A32);
@@ -381,7 +390,10 @@ mod tests {
                     .collect();
                 assert_eq!(got, want, "{cycles:?}");
                 if let Some(c) = cycles {
-                    assert_eq!(got.iter().flatten().map(|&x| u64::from(x)).sum::<u64>(), u64::from(c));
+                    assert_eq!(
+                        got.iter().flatten().map(|&x| u64::from(x)).sum::<u64>(),
+                        u64::from(c)
+                    );
                 }
             }
         }

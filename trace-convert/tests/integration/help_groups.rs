@@ -105,5 +105,8 @@ fn listing_and_report_options_have_their_groups() {
     // The report's own options come before the conversion's many.
     let headings: Vec<&str> = r.iter().map(|(h, _)| h.as_str()).collect();
     let at = |h: &str| headings.iter().position(|x| *x == h);
-    assert!(at("Report") < at("Input") && at("Report") < at("Outputs"), "{headings:?}");
+    assert!(
+        at("Report") < at("Input") && at("Report") < at("Outputs"),
+        "{headings:?}"
+    );
 }

@@ -31,6 +31,7 @@ mod decode_format_none;
 mod formats_events;
 mod formats_lcov;
 mod formats_perfetto;
+mod formats_speedscope;
 mod fuzz_smoke;
 mod help_examples;
 mod help_groups;
