@@ -24,6 +24,7 @@ mod convert_real;
 mod convert_slices;
 mod convert_stop;
 mod coverage_spaces;
+mod cycles_ignored;
 mod damage_modes;
 mod damaged_captures;
 mod decode_cli;

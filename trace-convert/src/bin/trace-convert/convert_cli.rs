@@ -729,6 +729,15 @@ fn print_summary(r: &ConvertReport, windowed: bool) {
             ));
         }
         eprintln!("{line}");
+        if c.cycles_ignored > 0 {
+            let at: Vec<String> = c.cycles_ignored_at.iter().map(u64::to_string).collect();
+            eprintln!(
+                "trace-convert: ID {id:#04x}: {} ignored: the source is not cycle-accurate (ETMCR bit 12 clear), so its trace carries no cycle counts; first at offset {}{}",
+                plural(c.cycles_ignored, "cycle count"),
+                at.join(", "),
+                if c.cycles_ignored > at.len() as u64 { ", ..." } else { "" }
+            );
+        }
         for line in c.mismatches.lines(*id) {
             eprintln!("trace-convert: {line}");
         }
