@@ -210,6 +210,19 @@ impl Names {
         n
     }
 
+    /// The name of an exception handler's frame entered at `addr`: its
+    /// function's, when `addr` is that function's entry (a vector table of
+    /// addresses, as M-profile cores have, leads there); else the address
+    /// itself. An A/R-profile vector is an instruction inside the vector
+    /// table, under whatever symbol covers it (`_start` of the startup
+    /// code): the frame is named `0x00000018`, not after that symbol.
+    fn vector(&mut self, symbols: &Symbolizer, addr: u32) -> FuncId {
+        match symbols.function(addr) {
+            Some(f) if f.start != addr => self.intern(NameKey::Addr(addr), || hex_name(addr)),
+            _ => self.code(symbols, addr),
+        }
+    }
+
     fn inline(&mut self, symbols: &Symbolizer, name: u32) -> FuncId {
         self.intern(NameKey::Inline(name), || symbols.inline_name(name))
     }
@@ -821,7 +834,13 @@ impl Shared {
                 self.push(t, f);
             }
             Pending::Handler { ret } => {
-                let f = self.code_frame(FrameKind::Handler, target, ret, time, symbols);
+                let f = Frame {
+                    func: self.names.vector(symbols, target),
+                    entry: target,
+                    ret,
+                    kind: FrameKind::Handler,
+                    start: time,
+                };
                 self.push(t, f);
             }
             Pending::Return => {

@@ -209,6 +209,7 @@ impl Symbolizer {
                     .map(|(name, entry)| InlineSite {
                         name: self.inline_names.borrow_mut().intern((*name).to_owned()),
                         entry: *entry,
+                        first: *entry,
                     })
                     .collect();
                 inline::UnitScope::new(*lo, *hi, &sites)
@@ -524,6 +525,32 @@ impl Symbolizer {
             }
         }
         FnScopes::default()
+    }
+
+    /// Every inlined copy of a function in the code of the functions
+    /// known (reading the DWARF of all of them): its name and where it is
+    /// entered ([`InlineSite::first`]), each copy once, in address order. Empty when inlined functions are not shown
+    /// ([`set_inline_scopes`](Self::set_inline_scopes)).
+    #[must_use]
+    pub fn inlined_copies(&self) -> Vec<(String, u32)> {
+        if !self.has_inline_scopes() {
+            return Vec::new();
+        }
+        let mut copies = std::collections::BTreeSet::new();
+        for (i, f) in self.functions.iter().enumerate() {
+            let next = self.functions.get(i + 1).map_or(u32::MAX, |n| n.start);
+            let Some(cell) = self.scopes.get(i) else {
+                continue;
+            };
+            let table = cell.get_or_init(|| self.read_scopes(f, f.end.min(next)));
+            for site in table.sites() {
+                copies.insert((site.first, site.name));
+            }
+        }
+        copies
+            .into_iter()
+            .map(|(entry, name)| (self.inline_name(name), entry))
+            .collect()
     }
 
     /// The name of an inlined function ([`InlineSite::name`]), as DWARF
