@@ -244,8 +244,17 @@ pub struct StackStats {
     pub tail_calls: u64,
     /// Exceptions.
     pub exceptions: u64,
-    /// Times every frame was closed because of a gap in the trace.
+    /// Times every frame was closed because the trace started again or
+    /// could not be followed: the sum of the three counts below.
     pub resets: u64,
+    /// Of those, at a trace-on (tracing started again, with the stack
+    /// unknown).
+    pub resets_at_trace_on: u64,
+    /// Of those, at a gap in the trace (damaged or lost trace, lost
+    /// synchronization).
+    pub resets_at_gaps: u64,
+    /// Of those, at an address the memory image does not cover.
+    pub resets_at_nacc: u64,
     /// Calls not recorded because the stack was at its depth bound.
     pub dropped: u64,
     /// Deepest stack seen.
@@ -688,6 +697,11 @@ impl Shared {
             | EventKind::AddrNacc { .. } => {
                 if !t.frames.is_empty() {
                     self.stats.resets += 1;
+                    match kind {
+                        EventKind::TraceOn { .. } => self.stats.resets_at_trace_on += 1,
+                        EventKind::AddrNacc { .. } => self.stats.resets_at_nacc += 1,
+                        _ => self.stats.resets_at_gaps += 1,
+                    }
                 }
                 self.closed.extend(t.frames.drain(..).rev());
                 t.rets = 0;

@@ -1130,10 +1130,14 @@ pub fn source_names(input: &Input) -> Vec<SourceName> {
         .captures
         .iter()
         .flat_map(|c| &c.sources)
-        .map(|s| SourceName {
-            id: s.id,
-            protocol: s.protocol.name().to_owned(),
-            core: core_label(input, s),
+        .map(|s| {
+            let core = core_label(input, s);
+            SourceName {
+                id: s.id,
+                protocol: s.protocol.name().to_owned(),
+                profile: crate::profile::Profile::of_source(s.protocol, core.as_deref()),
+                core,
+            }
         })
         .collect()
 }
@@ -1376,6 +1380,7 @@ pub fn convert_events_file(
                 id: s.trace_id,
                 protocol: s.protocol.name().to_owned(),
                 core: s.core.clone(),
+                profile: crate::profile::Profile::of_source(s.protocol, s.core.as_deref()),
             })
             .collect(),
     );

@@ -9,6 +9,7 @@ pub mod input;
 pub mod output;
 pub mod packets;
 pub mod plural;
+pub mod profile;
 pub mod progress;
 pub mod sinks;
 pub mod symbols;

@@ -24,8 +24,10 @@
 //!   return out of the outermost frame) begins where the trace first
 //!   shows it, at the return; the folded stacks put it under what ran
 //!   before, see [`crate::sinks::folded`].
-//! - Exceptions, trace gaps, trace-on, memory-not-accessible addresses
-//!   are thread-scoped instant events (`i`). Identical instants of a
+//! - Exceptions (named by their core's profile: `IRQ`, `SVC`, on
+//!   M-profile `SysTick`, see [`Profile`]), trace gaps, trace-on,
+//!   memory-not-accessible addresses are thread-scoped instant events
+//!   (`i`). Identical instants of a
 //!   thread while its stack does not change are one instant at the time of
 //!   the first, with `args` `count` (how many) and `last_ts` (the time of
 //!   the last) when there are several (see [`super::coalesce`]).
@@ -38,6 +40,7 @@ use super::coalesce::{Held, Instants};
 use crate::clock::ClockInfo;
 use crate::fast_map::{FastMap, FastSet};
 use crate::input::source::Task;
+use crate::profile::Profile;
 use crate::sinks::context::core_name;
 use crate::sinks::{EventCtx, Flow, Interest, NoParts, Output, RunInfo, Sink, ThreadKey};
 use std::io;
@@ -51,6 +54,8 @@ pub struct ChromeSink<W: Output> {
     pids: FastMap<Option<u32>, u64>,
     known: FastMap<ThreadKey, (u64, u64)>,
     names: FastMap<u8, String>,
+    /// The profile of each source's core, by trace ID.
+    profiles: FastMap<u8, Profile>,
     /// The Linux threads of the run, by thread ID.
     tasks: FastMap<u32, Task>,
     /// The Linux processes and threads whose names are written.
@@ -78,6 +83,7 @@ impl<W: Output> ChromeSink<W> {
             pids: FastMap::default(),
             known: FastMap::default(),
             names: FastMap::default(),
+            profiles: FastMap::default(),
             tasks: FastMap::default(),
             task_pids: FastSet::default(),
             task_tids: FastSet::default(),
@@ -412,6 +418,7 @@ impl<W: Output> Sink for ChromeSink<W> {
     fn begin(&mut self, info: &RunInfo) -> io::Result<()> {
         for s in &info.sources {
             self.names.insert(s.id, s.thread_name());
+            self.profiles.insert(s.id, s.profile);
         }
         for t in &info.tasks {
             self.tasks.insert(t.tid, t.clone());
@@ -433,7 +440,8 @@ impl<W: Output> Sink for ChromeSink<W> {
             return Ok(Flow::Continue);
         }
         let (pid, tid) = self.ids(ctx.thread)?;
-        let name = instant_name(event);
+        let profile = self.profiles.get(&event.id).copied().unwrap_or_default();
+        let name = instant_name(event, profile);
         if !changed {
             // Held while the stack stays as it is.
             if let Some(name) = name {
@@ -469,12 +477,13 @@ impl<W: Output> Sink for ChromeSink<W> {
 }
 
 /// What the timeline marks for `event`, if it is an instant: the
-/// exception, gap, trace-on or memory-not-accessible address.
-pub(crate) fn instant_name(event: &Event) -> Option<String> {
+/// exception (named as `profile`, its source's, numbers it), gap,
+/// trace-on or memory-not-accessible address.
+pub(crate) fn instant_name(event: &Event, profile: Profile) -> Option<String> {
     match event.kind {
         EventKind::Exception { number, ret } => Some(match ret {
-            Some(r) => format!("exception {number} (returns to {r:#010x})"),
-            None => format!("exception {number}"),
+            Some(r) => format!("{} (returns to {r:#010x})", profile.exception_name(number)),
+            None => profile.exception_name(number),
         }),
         EventKind::Gap(reason) => Some(match reason.addr() {
             Some(a) => format!("trace gap: {} at {a:#010x}", reason.name()),

@@ -58,5 +58,6 @@ mod report_cli;
 mod report_counts;
 mod snapshot;
 mod snapshot_hostile;
+mod summary_names;
 mod track_names;
 mod window_filters;

@@ -291,7 +291,10 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
         (None, None) => options.clock_for_etmcr(&[]),
     };
     eprintln!("trace-convert: {}", clock.describe());
-    let window = args.window.spec(&args.source.trace_id);
+    let window = args.window.spec(crate::window_cli::window_ids(
+        input.as_ref(),
+        &args.source.trace_id,
+    ));
     let windowed = !window.is_everything();
     let window = if windowed {
         Some(window.on(&clock).map_err(|e| fail(exit::USAGE, e))?)
@@ -767,13 +770,16 @@ fn print_summary(r: &ConvertReport, windowed: bool) {
     if r.stacks_built {
         let s = r.stacks;
         eprintln!(
-            "trace-convert: call stacks: {} calls, {} returns ({} unmatched, {} inferred callers), {} tail calls, {} resets at gaps, deepest {}{}",
+            "trace-convert: call stacks: {} calls, {} returns ({} unmatched, {} inferred callers), {} tail calls, {} (at {}, {}, {}), deepest {}{}",
             s.calls,
             s.returns,
             s.unmatched_returns,
             s.inferred,
             s.tail_calls,
-            s.resets,
+            plural(s.resets, "reset"),
+            plural(s.resets_at_trace_on, "trace-on"),
+            plural(s.resets_at_gaps, "gap"),
+            format!("{} memory not accessible", s.resets_at_nacc),
             s.max_depth,
             if s.dropped > 0 {
                 format!(", {} calls beyond the depth bound dropped", s.dropped)
