@@ -30,6 +30,7 @@
 pub mod dwarf;
 pub mod inline;
 pub mod kallsyms;
+pub mod path_map;
 
 use inline::{FnScopes, Hit, InlineNames};
 use object::{Object, ObjectSection, ObjectSymbol};
@@ -123,6 +124,8 @@ pub struct Symbolizer {
     no_inline: bool,
     /// Names are kept as the files spell them ([`set_demangle`](Self::set_demangle)).
     raw_names: bool,
+    /// How source paths are written.
+    paths: path_map::PathMap,
     /// Some DWARF declares inlined subroutines.
     has_inlined: bool,
     /// Per function (same index): its inline scopes, once asked for.
@@ -340,7 +343,7 @@ impl Symbolizer {
                 }
             }
         }
-        match dwarf::DwarfInfo::load(&file) {
+        match dwarf::DwarfInfo::load(&file, &self.paths) {
             Ok(Some(d)) => {
                 self.has_inlined |= d.has_inlined();
                 self.dwarf.push(d);
@@ -428,6 +431,13 @@ impl Symbolizer {
     pub fn set_demangle(&mut self, on: bool) {
         self.raw_names = !on;
         self.inline_names.borrow_mut().raw = !on;
+    }
+
+    /// Write source paths as `paths` says (`/` separators, then its
+    /// rewrites; see [`path_map::PathMap`]); applies to the files added
+    /// after it.
+    pub fn set_path_map(&mut self, paths: path_map::PathMap) {
+        self.paths = paths;
     }
 
     /// Show inlined functions as frames (the default) or not: when off,

@@ -153,7 +153,7 @@ pub const FORMATS: &[Format] = &[
             code: true,
             capture: false,
         },
-        how_to_open: "genhtml --branch-coverage FILE -o coverage-html, run where the source paths in FILE lead from (the example: the repository root)",
+        how_to_open: "genhtml --branch-coverage FILE -o coverage-html, run where the source paths in FILE lead from; --path-map FROM=TO rewrites them",
         open: open_lcov,
     },
     Format {

@@ -40,6 +40,7 @@ mod help_groups;
 mod inline_scopes;
 mod inline_stacks;
 mod kallsyms_names;
+mod lcov_paths;
 mod listing_lines;
 mod listing_symbols;
 mod listing_threads;

@@ -22,6 +22,7 @@ use trace_convert::sinks::folded::Weight;
 use trace_convert::sinks::lcov::coverage::LcovOptions;
 use trace_convert::sinks::registry::{self, Format, Setup, FORMATS};
 use trace_convert::sinks::report::ReportOptions;
+use trace_convert::symbols::path_map::PathMap;
 use trace_convert::symbols::Symbolizer;
 use trace_core::memory::MemoryImage;
 
@@ -112,6 +113,18 @@ pub struct ConvertArgs {
     /// Example: --no-inline
     #[arg(help_heading = "Code and symbols", long)]
     no_inline: bool,
+    /// Rewrite source paths that begin with FROM to begin with TO
+    /// (repeatable: the first that matches; paths get `/` separators
+    /// first, and so do FROM and TO), in LCOV and every other output that
+    /// names source files, so that they lead to the sources on this
+    /// machine. Example: --path-map 'C:\ti\sdk=/opt/ti/sdk'
+    #[arg(
+        help_heading = "Code and symbols",
+        long,
+        value_name = "FROM=TO",
+        value_parser = parse_path_map
+    )]
+    pub path_map: Vec<String>,
     /// Keep function names as the ELF files spell them: by default C++
     /// and Rust mangled names are demangled (`_ZN4demo8crc_taskEv` is
     /// shown as `demo::crc_task()`).
@@ -170,6 +183,23 @@ fn parse_hz(s: &str) -> Result<f64, String> {
 
 /// Call-stack depths accepted by `--max-depth`.
 const DEPTH_BOUNDS: (usize, usize) = (1, 1_000_000);
+
+/// A `--path-map` value: `FROM=TO`, FROM not empty.
+pub fn parse_path_map(s: &str) -> Result<String, String> {
+    PathMap::new().add_spec(s)?;
+    Ok(s.to_owned())
+}
+
+/// The path map of `--path-map` values (each checked by
+/// [`parse_path_map`]).
+pub fn path_map(specs: &[String]) -> PathMap {
+    let mut map = PathMap::new();
+    for s in specs {
+        // Checked when parsed.
+        let _ = map.add_spec(s);
+    }
+    map
+}
 
 fn parse_depth(s: &str) -> Result<usize, String> {
     let (lo, hi) = DEPTH_BOUNDS;
@@ -356,7 +386,7 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
              every folded weight is 0; use --folded-weight instructions"
         );
     }
-    print_written(&targets);
+    print_written(&targets, example);
     Ok(())
 }
 
@@ -495,6 +525,7 @@ fn load_symbols(
 ) -> Result<Symbolizer, ExitCode> {
     let mut symbols = Symbolizer::default();
     symbols.set_demangle(!args.no_demangle);
+    symbols.set_path_map(path_map(&args.path_map));
     for e in elves {
         symbols.add_elf(e).map_err(|e| fail(exit::INPUT, e))?;
     }
@@ -663,8 +694,9 @@ fn check_decoded(input: &Input, report: &ConvertReport) -> Result<(), ExitCode> 
     Ok(())
 }
 
-/// List the outputs written and how to open each.
-fn print_written(targets: &[Target]) {
+/// List the outputs written and how to open each (`example`: of the
+/// bundled example, whose source paths lead from the repository root).
+fn print_written(targets: &[Target], example: bool) {
     eprintln!("trace-convert: wrote:");
     for t in targets {
         let what = t.format.what;
@@ -672,8 +704,13 @@ fn print_written(targets: &[Target]) {
             eprintln!("  {what:<15} standard output");
         } else {
             let p = t.path.display().to_string();
+            let note = if example && t.format.flag == "lcov" {
+                "; the example's lead from the repository root"
+            } else {
+                ""
+            };
             eprintln!(
-                "  {what:<15} {p}  ({})",
+                "  {what:<15} {p}  ({}{note})",
                 t.format.how_to_open.replace("FILE", &p)
             );
         }

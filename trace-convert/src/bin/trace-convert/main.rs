@@ -136,6 +136,16 @@ struct DecodeArgs {
         value_name = "FILE@ADDRESS"
     )]
     mem: Vec<trace_convert::decode::MemArg>,
+    /// Rewrite source paths that begin with FROM to begin with TO
+    /// (repeatable; see `trace-convert --help`). Example: --path-map
+    /// 'C:\ti\sdk=/opt/ti/sdk'
+    #[arg(
+        help_heading = "Code and symbols",
+        long,
+        value_name = "FROM=TO",
+        value_parser = convert_cli::parse_path_map
+    )]
+    path_map: Vec<String>,
     /// List every instruction with its disassembly instead of ranges.
     #[arg(help_heading = "Listing", long)]
     instructions: bool,
@@ -557,10 +567,14 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
     let symbols = if args.elf.is_empty() || format.is_none() {
         None
     } else {
-        match Symbolizer::from_elves(&args.elf) {
-            Ok(s) => Some(s),
-            Err(e) => return fail(exit::INPUT, e),
+        let mut s = Symbolizer::default();
+        s.set_path_map(convert_cli::path_map(&args.path_map));
+        for e in &args.elf {
+            if let Err(e) = s.add_elf(e) {
+                return fail(exit::INPUT, e);
+            }
         }
+        Some(s)
     };
     let mut totals = Totals::default();
     let mut listing = format.map(EventListing::new);
