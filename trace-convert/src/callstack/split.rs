@@ -9,7 +9,7 @@
 //! one, a T32 range stays whole). Only the last piece keeps what the
 //! range says of its last instruction (class, link, return, condition,
 //! executed); the others end in a plain instruction that executed. The
-//! range's cycles are shared over its instructions ([`share_cycles`]):
+//! range's cycles are shared over its instructions:
 //! each piece carries its instructions' share, so inlined code is not
 //! left without cycles. Other events, and ranges inside one chain, are
 //! one piece: themselves.
@@ -198,7 +198,7 @@ fn share_cycles(whole: &Range, pieces: &mut [Event]) {
 
 /// A piece of `r` before its last: `count` instructions from `start` to
 /// `end`, ending in a plain instruction that executed (its cycles are
-/// given by [`share_cycles`]).
+/// shared out over the pieces afterwards).
 fn inner_piece(r: &Range, start: u32, end: u32, count: u32, last_size: u8) -> Range {
     Range {
         start,

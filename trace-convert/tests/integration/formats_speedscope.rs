@@ -54,6 +54,9 @@ fn available() -> bool {
 /// first begin.
 type Slice = (usize, String, i64, i64);
 
+/// A thread of a Chrome trace: its `pid` and `tid`.
+type Thread = (Option<u64>, Option<u64>);
+
 fn nanos(us: f64) -> i64 {
     // Microseconds with three decimals: whole nanoseconds.
     #[allow(clippy::cast_possible_truncation)]
@@ -77,9 +80,8 @@ fn chrome_slices(json: &str) -> BTreeMap<String, Vec<Slice>> {
             _ => None,
         };
     }
-    let mut open: BTreeMap<(Option<u64>, Option<u64>), Vec<(String, f64)>> = BTreeMap::new();
-    let mut done: BTreeMap<(Option<u64>, Option<u64>), Vec<(usize, String, f64, f64)>> =
-        BTreeMap::new();
+    let mut open: BTreeMap<Thread, Vec<(String, f64)>> = BTreeMap::new();
+    let mut done: BTreeMap<Thread, Vec<(usize, String, f64, f64)>> = BTreeMap::new();
     for e in events {
         let key = (e["pid"].as_u64(), e["tid"].as_u64());
         let ts = e["ts"].as_f64();

@@ -807,7 +807,7 @@ fn print_summary(r: &ConvertReport, windowed: bool) {
     if r.stacks_built {
         let s = r.stacks;
         eprintln!(
-            "trace-convert: call stacks: {} calls, {} returns ({} unmatched, {} inferred callers), {} tail calls, {} (at {}, {}, {}), deepest {}{}",
+            "trace-convert: call stacks: {} calls, {} returns ({} unmatched, {} inferred callers), {} tail calls, {} (at {}, {}, {} memory not accessible), deepest {}{}",
             s.calls,
             s.returns,
             s.unmatched_returns,
@@ -816,7 +816,7 @@ fn print_summary(r: &ConvertReport, windowed: bool) {
             plural(s.resets, "reset"),
             plural(s.resets_at_trace_on, "trace-on"),
             plural(s.resets_at_gaps, "gap"),
-            format!("{} memory not accessible", s.resets_at_nacc),
+            s.resets_at_nacc,
             s.max_depth,
             if s.dropped > 0 {
                 format!(", {} calls beyond the depth bound dropped", s.dropped)
