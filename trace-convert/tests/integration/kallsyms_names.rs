@@ -90,7 +90,21 @@ fn a_system_map_names_functions_as_the_elf_does() {
             "{name} missing from\n{by_map}"
         );
     }
-    assert!(!by_map.contains("0x"), "every frame is named:\n{by_map}");
+    // Every frame is named, but for the A-profile vectors, instructions
+    // inside the vector table's symbol, which are named by address.
+    for frame in by_map
+        .lines()
+        .filter_map(|l| l.rsplit_once(' ').map(|x| x.0))
+        .flat_map(|s| s.split(';'))
+    {
+        if let Some(hex) = frame.strip_prefix("0x") {
+            let addr = u32::from_str_radix(hex, 16).expect("hex");
+            assert!(
+                addr < 0x20 && addr % 4 == 0,
+                "every frame is named:\n{by_map}"
+            );
+        }
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 
