@@ -366,15 +366,15 @@ impl Symbolizer {
     ///
     /// # Errors
     ///
-    /// [`SymbolError::Io`] when the file cannot be read (or is not a
-    /// regular file, or not text); [`SymbolError::Kallsyms`] when it is
-    /// not such a list.
+    /// [`SymbolError::Io`] when the file cannot be read (or is neither a
+    /// regular file nor a pipe, or is not text); [`SymbolError::Kallsyms`]
+    /// when it is not such a list.
     pub fn add_kallsyms(&mut self, path: &Path) -> Result<usize, SymbolError> {
         let io = |source| SymbolError::Io {
             path: path.to_path_buf(),
             source,
         };
-        let contents = trace_core::memory::Contents::map_path(path).map_err(io)?;
+        let contents = kallsyms::read(path).map_err(io)?;
         let text = std::str::from_utf8(contents.bytes()).map_err(|e| {
             io(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,

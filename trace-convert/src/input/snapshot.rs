@@ -182,9 +182,13 @@ pub struct Snapshot {
 ///
 /// # Errors
 ///
+/// [`InputError::NotASnapshot`] for a folder without `snapshot.ini`,
 /// [`InputError::Snapshot`] when the snapshot is broken,
 /// [`InputError::NoBuffers`] when it names no trace buffer.
 pub fn open(dir: &Path) -> Result<Input, InputError> {
+    if std::fs::symlink_metadata(dir.join("snapshot.ini")).is_err() {
+        return Err(InputError::NotASnapshot(dir.to_path_buf()));
+    }
     let snap = Snapshot::read(dir)?;
     let captures = CaptureSpec::from_snapshot(&snap);
     if captures.is_empty() {
@@ -302,17 +306,36 @@ impl Snapshot {
                 path: trace_path.clone(),
                 what: "[trace_buffers] buffers".into(),
             })?;
+        // Sections already read (`buffers=` lists section names, and a
+        // section's `name=` may differ from it), and the section of each
+        // buffer kept.
+        let mut seen: Vec<&str> = Vec::new();
+        let mut kept: Vec<&str> = Vec::new();
         let mut repeated: BTreeMap<&str, usize> = BTreeMap::new();
         for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            if self.buffers.iter().any(|b| b.name == name) {
+            if seen.contains(&name) {
                 *repeated.entry(name).or_default() += 1;
                 continue;
             }
+            seen.push(name);
             let sec = trace.section(name).ok_or_else(|| SnapshotError::Missing {
                 path: trace_path.clone(),
                 what: format!("[{0}] section for buffer {0}", shown(name)),
             })?;
-            self.buffers.push(read_buffer(&dir, &trace_path, sec)?);
+            let buffer = read_buffer(&dir, &trace_path, sec)?;
+            if let Some(at) = self.buffers.iter().position(|b| b.name == buffer.name) {
+                self.notes.push(format!(
+                    "{}: sections [{}] and [{}] both describe buffer {}: it is decoded once, from [{}]",
+                    trace_path.display(),
+                    shown(kept[at]),
+                    shown(name),
+                    shown(&buffer.name),
+                    shown(kept[at]),
+                ));
+                continue;
+            }
+            self.buffers.push(buffer);
+            kept.push(name);
         }
         for (name, n) in repeated {
             self.notes.push(format!(

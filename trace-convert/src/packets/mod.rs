@@ -121,7 +121,11 @@ pub fn stream_capture(
         }
         None => Box::new(file),
     };
-    let mut buf = vec![0u8; CHUNK];
+    // No more than the piece (one of thousands in a perf.data recording).
+    let size = spec.range.map_or(CHUNK, |(_, len)| {
+        usize::try_from(len).map_or(CHUNK, |l| l.clamp(1, CHUNK))
+    });
+    let mut buf = vec![0u8; size];
     let mut items = Vec::new();
     let mut bytes = 0u64;
     loop {

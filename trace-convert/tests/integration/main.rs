@@ -52,6 +52,7 @@ mod perf_cli;
 mod perf_common;
 mod perf_container;
 mod perf_damaged;
+mod perf_hostile;
 mod perf_linux;
 mod perf_recordings;
 mod perf_threads;
