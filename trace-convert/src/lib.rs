@@ -4,6 +4,7 @@ pub mod callstack;
 pub mod clock;
 pub mod convert;
 pub mod decode;
+pub mod escape;
 pub mod fast_map;
 pub mod input;
 pub mod output;

@@ -30,6 +30,7 @@ mod damage_modes;
 mod damaged_captures;
 mod decode_cli;
 mod decode_format_none;
+mod escaping;
 mod formats_events;
 mod formats_lcov;
 mod formats_perfetto;
