@@ -298,6 +298,10 @@ pub struct ConvertReport {
     /// Per configured trace ID: the packet parser's counters (bytes,
     /// packets, bytes skipped, errors), over every capture.
     pub parsed: BTreeMap<u8, trace_core::demux::SourceStats>,
+    /// What the sinks said about their outputs
+    /// ([`Sink::notes`](crate::sinks::Sink::notes)), each
+    /// line after the sink's name.
+    pub notes: Vec<String>,
 }
 
 /// Feeds events to sinks with their shared context.
@@ -982,6 +986,10 @@ impl<'a> Converter<'a> {
         }
         for s in &mut self.sinks {
             s.finish(&self.info).map_err(|e| annotate(s.name(), e))?;
+            let name = s.name();
+            self.report
+                .notes
+                .extend(s.notes().into_iter().map(|n| format!("{name}: {n}")));
         }
         self.report.stacks = self.stacks.stats();
         self.report.window = self.window.as_ref().map(crate::window::Window::counts);

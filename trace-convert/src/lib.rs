@@ -6,6 +6,7 @@ pub mod convert;
 pub mod decode;
 pub mod escape;
 pub mod fast_map;
+pub mod hint;
 pub mod input;
 pub mod output;
 pub mod packets;

@@ -302,6 +302,7 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
     let (path, elves, example) = choose_input(args)?;
     let targets = choose_targets(args, path.as_deref(), example, !elves.is_empty())?;
     let mut plan = plan_outputs(args, &targets, path.as_deref(), &elves)?;
+    check_input_path(path.as_deref())?;
     let symbols = load_symbols(args, &elves, &targets)?;
     if let Some(ev) = &args.from_events {
         check_images(ev, &elves, &args.mem, args.ignore_image_mismatch)
@@ -332,7 +333,7 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
         None
     };
     let read = read_for_sinks(args, &targets, input.as_ref(), &extra)?;
-    let mut set = plan.create().map_err(|e| output_failure(&e))?;
+    let mut set = crate::outputs_cli::create(plan)?;
     let weight = folded_weight(args);
     let setup = Setup {
         symbols: &symbols,
@@ -351,7 +352,12 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
         conv.set_window(w);
     }
     for (t, out) in targets.iter().zip(set.writers()) {
-        conv.add_sink((t.format.open)(out, &setup).map_err(|e| fail(exit::OUTPUT, e))?);
+        let sink = (t.format.open)(out, &setup).map_err(|e| {
+            // An input the sink reads (DWARF) rather than its output.
+            let input = e.kind() == std::io::ErrorKind::InvalidData;
+            fail(if input { exit::INPUT } else { exit::OUTPUT }, e)
+        })?;
+        conv.add_sink(sink);
     }
     let report = match (&input, &args.from_events) {
         (Some(input), _) => {
@@ -364,11 +370,14 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
     }
     .map_err(|e| conversion_failure(&e))?;
     if let Some(input) = &input {
-        check_decoded(input, &report)?;
+        check_decoded(args, input, &report)?;
     }
     // Every output is complete: all of them take their final names now.
     set.commit().map_err(|e| output_failure(&e))?;
     print_summary(&report, windowed);
+    for n in &report.notes {
+        eprintln!("trace-convert: note: {}", trace_convert::escape::escaped(n));
+    }
     if let (Some(names), Some(w)) = (args.window.functions_alone(), report.window) {
         if w.shown == 0 {
             eprintln!(
@@ -421,6 +430,24 @@ fn choose_input(args: &ConvertArgs) -> Result<(Option<PathBuf>, Vec<PathBuf>, bo
     Ok((path, elves, example))
 }
 
+/// Refuse an input that does not exist, or a folder that is not a
+/// snapshot, before anything is read.
+fn check_input_path(path: Option<&Path>) -> Result<(), ExitCode> {
+    let Some(p) = path else {
+        return Ok(());
+    };
+    match input::Kind::detect(p) {
+        Err(e) => Err(fail(input_code(&e), e)),
+        Ok(input::Kind::Snapshot) if p.join("snapshot.ini").symlink_metadata().is_err() => {
+            Err(fail(
+                exit::INPUT,
+                input::InputError::NotASnapshot(p.to_path_buf()),
+            ))
+        }
+        Ok(_) => Ok(()),
+    }
+}
+
 /// The outputs to write (into `out` for the bundled example when none is
 /// given), refused when there are none, when one needs a capture and
 /// only saved events are given, or when `--out-dir` names a file.
@@ -437,10 +464,11 @@ fn choose_targets(
     }
     if targets.is_empty() {
         if let Some(p) = path.filter(|p| !p.exists()) {
+            // A missing input, as with a subcommand (and not one either).
             return Err(fail(
-                exit::USAGE,
+                exit::INPUT,
                 format!(
-                    "`{}` is neither a subcommand (packets, decode, convert, report) nor an existing input (see --help)",
+                    "{}: no such file or directory (nor a subcommand: packets, decode, convert, report; see --help)",
                     p.display()
                 ),
             ));
@@ -582,7 +610,10 @@ fn open_input(
     super::print_notes(&input);
     for s in input.captures.iter().flat_map(|c| &c.sources) {
         if !input.has_memory(&s.name, extra) {
-            eprintln!("trace-convert: {}", no_memory_warning(&s.name));
+            eprintln!(
+                "trace-convert: {}",
+                trace_convert::escape::escaped(&no_memory_warning(&s.name))
+            );
         }
     }
     plan.check_inputs(input.files().iter().map(PathBuf::as_path))
@@ -680,18 +711,24 @@ fn conversion_failure(e: &ConvertError) -> ExitCode {
 }
 
 /// Refuse a run that read capture bytes and decoded nothing from them
-/// (no output takes its final name).
-fn check_decoded(input: &Input, report: &ConvertReport) -> Result<(), ExitCode> {
+/// (no output takes its final name); see [`super::nothing_decoded`].
+fn check_decoded(
+    args: &ConvertArgs,
+    input: &Input,
+    report: &ConvertReport,
+) -> Result<(), ExitCode> {
     let bytes: u64 = report.captures.iter().map(|(_, b)| b).sum();
-    let decoded: u64 = report
+    let instructions: u64 = report.ids.values().map(|r| r.instructions).sum();
+    let nacc: u64 = report
         .ids
         .values()
-        .map(|r| r.instructions + r.nacc.values().sum::<u64>())
+        .map(|r| r.nacc.values().sum::<u64>())
         .sum();
-    if bytes > 0 && decoded == 0 {
-        return Err(fail(exit::CONFIG, super::nothing_decoded(input, bytes)));
+    let flags = args.source.flags();
+    match super::nothing_decoded(input, &flags, bytes, instructions, nacc) {
+        Some(why) => Err(fail(exit::CONFIG, why)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// List the outputs written and how to open each (`example`: of the

@@ -80,6 +80,12 @@ impl ProfileDwarf {
         Ok(out)
     }
 
+    /// Whether no function was found (no file had DWARF).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.functions.is_empty()
+    }
+
     fn add(&mut self, path: &Path) -> Result<(), String> {
         let contents = trace_core::memory::Contents::map_path(path).map_err(|e| e.to_string())?;
         let file = object::File::parse(contents.bytes()).map_err(|e| e.to_string())?;
