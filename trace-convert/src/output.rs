@@ -356,7 +356,8 @@ fn temporary(path: &Path, dir: &Path) -> io::Result<(File, Temporary)> {
     let mut held = cleanup::hold();
     let (file, path) = builder.tempfile_in(dir)?.into_parts();
     let ticket = held.register(path.to_path_buf());
-    Ok((file, Temporary { path, ticket }))
+    let lock = stale::lock(&file);
+    Ok((file, Temporary { path, ticket, lock }))
 }
 
 /// Give the temporary file `file` the permissions and owner of the file
@@ -405,6 +406,9 @@ struct Temporary {
     /// Removes the file when dropped (before the ticket is).
     path: tempfile::TempPath,
     ticket: cleanup::Ticket,
+    /// Holds the file's lock until it is renamed or removed, which tells
+    /// other runs it is in use ([`stale`]).
+    lock: Option<File>,
 }
 
 /// The rename that commits a regular file.
@@ -498,7 +502,9 @@ fn rename_all(
         }
     }
     while let Some((given, r)) = renames.pop() {
-        let Temporary { path, ticket } = r.temporary;
+        // The lock goes with the iteration, after the rename.
+        let Temporary { path, ticket, lock } = r.temporary;
+        let _lock = lock;
         if r.overwrite {
             let copied = overwrite(&path, &r.to);
             // Removes the temporary file.

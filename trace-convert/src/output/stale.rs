@@ -5,7 +5,13 @@
 //!
 //! A temporary file of output `NAME` is `.NAME.trace-convert.PID.XXXXXX.tmp`
 //! in the output's folder (`PID`: the process writing it; `XXXXXX`:
-//! random letters and digits).
+//! random letters and digits), and its writer holds an advisory lock
+//! (`flock`) on it until it is renamed or removed; the kernel drops the
+//! lock when the process dies, however it dies. A file is stale, and
+//! removed, when no process holds its lock and no process of its `PID`
+//! runs here: a writer in another PID namespace still holds its lock, and
+//! a `PID` reused by another program keeps a file it should not (it is
+//! named, not removed).
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -47,6 +53,44 @@ fn owner(entry: &std::ffi::OsStr, name: &std::ffi::OsStr) -> Option<u32> {
     std::str::from_utf8(pid).ok()?.parse().ok()
 }
 
+/// Take the lock of the temporary file `file` (just created): a
+/// duplicate of it, which keeps the lock until dropped; `None` where
+/// locks are not available.
+pub(crate) fn lock(file: &std::fs::File) -> Option<std::fs::File> {
+    #[cfg(unix)]
+    {
+        use rustix::fs::{flock, FlockOperation};
+        flock(file, FlockOperation::NonBlockingLockExclusive).ok()?;
+        file.try_clone().ok()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        None
+    }
+}
+
+/// Whether a process holds the lock of the file at `path`: `None` when
+/// that cannot be told.
+fn locked(path: &Path) -> Option<bool> {
+    #[cfg(unix)]
+    {
+        use rustix::fs::{flock, FlockOperation};
+        let file = std::fs::File::open(path).ok()?;
+        match flock(&file, FlockOperation::NonBlockingLockShared) {
+            // Released when `file` is dropped.
+            Ok(()) => Some(false),
+            Err(e) if e == rustix::io::Errno::WOULDBLOCK => Some(true),
+            Err(_) => None,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
 /// Whether process `pid` is running (`true` where that cannot be told).
 fn running(pid: u32) -> bool {
     if cfg!(target_os = "linux") {
@@ -77,9 +121,9 @@ pub(crate) fn sweep(path: &Path, dir: &Path) -> Vec<String> {
             continue;
         }
         let at = e.path();
-        if running(pid) {
+        if locked(&at) == Some(true) || running(pid) {
             notes.push(format!(
-                "{}: a temporary file of {}, made by process {pid}, which is still running (another run writing the same output?): left alone",
+                "{}: a temporary file of {}, made by process {pid}, which is still running or holds it (another run writing the same output?): left alone",
                 at.display(),
                 path.display()
             ));
@@ -132,5 +176,33 @@ mod tests {
         ] {
             assert_eq!(ours(other), None, "{other}");
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_locked_file_is_in_use_whatever_its_process_number() {
+        let dir = std::env::temp_dir().join(format!("tc-stale-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        // A process number that ran and is gone.
+        let mut child = std::process::Command::new("true").spawn().expect("true");
+        let gone = child.id();
+        child.wait().expect("wait");
+        let out = dir.join("t.folded");
+        let tmp = dir.join(format!(".t.folded.trace-convert.{gone}.Xy12Zz.tmp"));
+        let file = std::fs::File::create(&tmp).expect("create");
+        // Held as by a writer in another PID namespace: left alone.
+        let held = lock(&file).expect("a lock");
+        assert_eq!(locked(&tmp), Some(true));
+        let notes = sweep(&out, &dir);
+        assert!(tmp.exists(), "{notes:?}");
+        assert!(notes[0].contains("left alone"), "{notes:?}");
+        // Released (the writer died): removed.
+        drop((held, file));
+        assert_eq!(locked(&tmp), Some(false));
+        let notes = sweep(&out, &dir);
+        assert!(!tmp.exists(), "{notes:?}");
+        assert!(notes[0].starts_with("removed"), "{notes:?}");
+        std::fs::remove_dir_all(&dir).ok();
     }
 }
