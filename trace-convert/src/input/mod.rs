@@ -21,6 +21,7 @@ pub mod folder;
 pub mod ini;
 pub mod kind;
 pub mod memory;
+pub mod name_index;
 pub mod perf;
 pub mod refine;
 pub mod shown;

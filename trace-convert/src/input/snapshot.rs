@@ -5,6 +5,7 @@
 
 use super::folder::{is_escape, relative, Folder};
 use super::ini::{parse_u64, Ini, IniError, Section};
+use super::name_index::NameIndex;
 use super::shown::shown;
 use super::source::CaptureSpec;
 use super::{Input, InputError, Kind};
@@ -175,6 +176,11 @@ pub struct Snapshot {
     /// What was repeated, overlaps or is left unused, and the rule applied
     /// (printable: control characters escaped).
     pub notes: Vec<String>,
+    /// [`devices`](Self::devices) by name, for [`Snapshot::device`].
+    pub device_index: NameIndex,
+    /// [`core_sources`](Self::core_sources) by source, for
+    /// [`Snapshot::core_of`].
+    pub source_index: NameIndex,
 }
 
 /// The snapshot directory `dir` as an input: one capture per trace
@@ -284,6 +290,8 @@ impl Snapshot {
             core_sources: Vec::new(),
             timestamp_hz: None,
             notes,
+            device_index: NameIndex::default(),
+            source_index: NameIndex::default(),
         };
         if let Some(meta) = ini.section("trace").and_then(|s| s.get("metadata")) {
             let trace_rel = inside(&top, meta)?;
@@ -392,7 +400,10 @@ impl Snapshot {
     /// The device called `name`.
     #[must_use]
     pub fn device(&self, name: &str) -> Option<&Device> {
-        self.devices.iter().find(|d| d.name == name)
+        let at = self
+            .device_index
+            .find(&self.devices, name, |d| d.name.as_str())?;
+        self.devices.get(at)
     }
 
     /// The buffer called `name`.
@@ -404,9 +415,11 @@ impl Snapshot {
     /// The core a trace source traces, when `[core_trace_sources]` says.
     #[must_use]
     pub fn core_of(&self, source: &str) -> Option<&Device> {
+        let at = self
+            .source_index
+            .find(&self.core_sources, source, |(_, s)| s.as_str())?;
         self.core_sources
-            .iter()
-            .find(|(_, s)| s == source)
+            .get(at)
             .and_then(|(core, _)| self.device(core))
     }
 }

@@ -62,12 +62,8 @@ pub fn resolve(path: &Path, lookup: Lookup<'_>) -> Result<Input, InputError> {
         .map(|p| capture_of(path, p, &sources, &skipped, &tasks))
         .collect();
     let dumps = dumps(&perf, lookup, &mut notes);
-    let snapshot = snapshot_of(path, &captures, &dumps, &tasks, notes).map_err(|e| {
-        fail(PerfError::Bad {
-            offset: 0,
-            what: format!("cannot open the file system root to read mapped files: {e}"),
-        })
-    })?;
+    let snapshot = snapshot_of(path, &captures, &dumps, &tasks, notes)
+        .map_err(|what| fail(PerfError::Bad { offset: 0, what }))?;
     Ok(Input {
         kind: Kind::PerfData,
         captures,
@@ -654,6 +650,9 @@ fn dumps(perf: &PerfData, lookup: Lookup<'_>, notes: &mut Vec<String>) -> Vec<Ma
     out
 }
 
+/// The most mappings all processes' address spaces may hold together.
+const MAX_MAPPED: usize = 1 << 20;
+
 /// The snapshot that stands for the recording: per CPU, a core device
 /// whose dumps are the mapped files, and the trace source bound to it; a
 /// capture of a known thread reads its process's mappings only (a core
@@ -664,23 +663,35 @@ fn snapshot_of(
     dumps: &[Mapped],
     tasks: &Tasks,
     notes: Vec<String>,
-) -> std::io::Result<Snapshot> {
-    let folder = Folder::open(Path::new("/"))?;
+) -> Result<Snapshot, String> {
+    let folder = Folder::open(Path::new("/"))
+        .map_err(|e| format!("cannot open the file system root to read mapped files: {e}"))?;
+    // Every process's address space holds the kernel's mappings too: a
+    // few kilobytes of records could ask for billions of entries.
+    let mut entries = 0usize;
     let mut devices = Vec::new();
+    let owned = Owned::new(dumps);
     let mut core_sources: Vec<(String, String)> = Vec::new();
+    let mut bound: std::collections::HashSet<String> = std::collections::HashSet::new();
     for c in captures {
         for s in &c.sources {
-            if core_sources.iter().any(|(_, n)| *n == s.name) {
+            if !bound.insert(s.name.clone()) {
                 continue;
             }
             let core = s.core.clone().unwrap_or_else(|| s.name.clone());
             let (name, dumps) = match &c.task {
                 Some(t) => (
                     format!("{core} pid {}", t.pid),
-                    tasks.mapped_by(t.pid, dumps),
+                    tasks.mapped_by(t.pid, &owned),
                 ),
                 None => (core, dumps.iter().map(|(_, _, d)| d.clone()).collect()),
             };
+            entries += dumps.len();
+            if entries > MAX_MAPPED {
+                return Err(format!(
+                    "the processes' mappings add up to more than {MAX_MAPPED} (the kernel's count once per process): not read"
+                ));
+            }
             devices.push(Device {
                 name: name.clone(),
                 class: "core".into(),
@@ -701,6 +712,8 @@ fn snapshot_of(
         core_sources,
         timestamp_hz: None,
         notes,
+        device_index: Default::default(),
+        source_index: Default::default(),
     })
 }
 
@@ -779,8 +792,8 @@ impl Tasks {
 
     /// The dumps of process `pid`'s address space: its own mappings since
     /// its last exec, those of the processes it was forked from (up to an
-    /// exec), and the kernel's.
-    fn mapped_by(&self, pid: u32, dumps: &[Mapped]) -> Vec<Dump> {
+    /// exec), and the kernel's; in the order of their records.
+    fn mapped_by(&self, pid: u32, owned: &Owned<'_>) -> Vec<Dump> {
         let mut chain = vec![pid];
         let mut at = pid;
         while let Some(&p) = self.parent.get(&at) {
@@ -790,15 +803,41 @@ impl Tasks {
             chain.push(p);
             at = p;
         }
-        dumps
-            .iter()
-            .filter(|(owner, offset, _)| {
-                *owner == u32::MAX
-                    || (chain.contains(owner)
-                        && self.exec_at.get(owner).is_none_or(|&e| *offset > e))
-            })
-            .map(|(_, _, d)| d.clone())
-            .collect()
+        let mut picked: Vec<usize> = owned.of(u32::MAX).to_vec();
+        for owner in &chain {
+            let exec = self.exec_at.get(owner);
+            picked.extend(
+                owned
+                    .of(*owner)
+                    .iter()
+                    .filter(|&&i| exec.is_none_or(|&e| owned.dumps[i].1 > e)),
+            );
+        }
+        picked.sort_unstable();
+        picked.dedup();
+        picked.iter().map(|&i| owned.dumps[i].2.clone()).collect()
+    }
+}
+
+/// The mapped dumps by the process that mapped them (positions in the
+/// list), so that each process's address space is made from its own
+/// (a recording of thousands of processes made it quadratic).
+struct Owned<'a> {
+    dumps: &'a [Mapped],
+    by_owner: BTreeMap<u32, Vec<usize>>,
+}
+
+impl<'a> Owned<'a> {
+    fn new(dumps: &'a [Mapped]) -> Owned<'a> {
+        let mut by_owner: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for (i, (owner, _, _)) in dumps.iter().enumerate() {
+            by_owner.entry(*owner).or_default().push(i);
+        }
+        Owned { dumps, by_owner }
+    }
+
+    fn of(&self, owner: u32) -> &[usize] {
+        self.by_owner.get(&owner).map_or(&[], Vec::as_slice)
     }
 }
 
@@ -896,7 +935,7 @@ mod tests {
             (u32::MAX, 1, dump("kernel")),
         ];
         let names = |pid| -> Vec<String> {
-            t.mapped_by(pid, &dumps)
+            t.mapped_by(pid, &Owned::new(&dumps))
                 .iter()
                 .map(|d| d.path.display().to_string())
                 .collect()
