@@ -62,5 +62,6 @@ mod report_counts;
 mod snapshot;
 mod snapshot_hostile;
 mod summary_names;
+mod tasks_real;
 mod track_names;
 mod window_filters;
