@@ -960,7 +960,7 @@ impl<'a> Converter<'a> {
             memory,
             clock: self.clocks.info(),
             tasks: self.tracker.tasks(),
-            switch,
+            switch: switch.as_ref(),
         };
         let mut stop = false;
         for (i, (s, interest)) in self.sinks.iter_mut().zip(&self.interests).enumerate() {

@@ -41,7 +41,7 @@ pub struct EventCtx<'a> {
     pub tasks: &'a [Task],
     /// The task switch that made `thread` run, on the first event handed
     /// on after it.
-    pub switch: Option<Switch>,
+    pub switch: Option<&'a Switch>,
 }
 
 impl std::fmt::Debug for EventCtx<'_> {
