@@ -30,7 +30,7 @@ pub mod source;
 use flags::SourceFlags;
 pub use kind::Kind;
 use snapshot::{Snapshot, SnapshotError};
-use source::{CaptureSpec, Protocol, SourceSpec};
+use source::{CaptureSpec, SourceSpec};
 use std::path::{Path, PathBuf};
 use trace_core::demux::SourceConfig;
 
@@ -132,19 +132,12 @@ impl SourceSpec {
     /// [`InputError::BadConfig`] when the registers do not describe a
     /// source of the protocol (e.g. an ETMIDR of the other protocol).
     pub fn config(&self) -> Result<SourceConfig, InputError> {
-        let r = self.regs;
-        let bad = |reason: String| InputError::BadConfig {
-            name: self.name.clone(),
-            id: self.id,
-            reason,
-        };
-        match self.protocol {
-            Protocol::Etmv3 => etm_packets::Config::from_regs(r.etmcr, r.etmccer, r.etmidr)
-                .map(SourceConfig::Etm)
-                .map_err(|e| bad(format!("ETMIDR {:#010x}: {e}", r.etmidr))),
-            Protocol::Ptm => ptm_packets::Config::from_regs(r.etmcr, r.etmccer, r.etmidr)
-                .map(SourceConfig::Ptm)
-                .map_err(|e| bad(format!("ETMIDR {:#010x}: {e}", r.etmidr))),
-        }
+        self.regs
+            .source_config(self.protocol)
+            .map_err(|e| InputError::BadConfig {
+                name: self.name.clone(),
+                id: self.id,
+                reason: format!("ETMIDR {:#010x}: {e}", self.regs.etmidr),
+            })
     }
 }

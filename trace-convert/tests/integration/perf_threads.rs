@@ -45,9 +45,10 @@ fn mapping(elf: &Path) -> PerfMmap {
 /// A corpus program's ELF and its flow encoded as `protocol`.
 pub fn program(dir: &Path, name: &str, protocol: Protocol) -> (PathBuf, Trace) {
     let (elf, flow, mem) = corpus_program(dir, name);
-    let trace = match protocol {
-        Protocol::Ptm => encode_ptm(&flow.items, &mem, &PtmOptions::default()),
-        Protocol::Etmv3 => encode_etm(&flow.items, &mem, &EtmOptions::default()),
+    let trace = if protocol == Protocol::Ptm {
+        encode_ptm(&flow.items, &mem, &PtmOptions::default())
+    } else {
+        encode_etm(&flow.items, &mem, &EtmOptions::default())
     }
     .expect("encode");
     (elf, trace)

@@ -318,9 +318,10 @@ pub fn wrong_configurations(dir: &Path) -> Vec<Damage> {
     if let [source] = &spec.sources[..] {
         // Given for the capture file alone, as a user describing a raw
         // file would.
-        let other = match source.protocol {
-            Protocol::Ptm => Protocol::Etmv3,
-            Protocol::Etmv3 => Protocol::Ptm,
+        let other = if source.protocol == Protocol::Ptm {
+            Protocol::Etmv3
+        } else {
+            Protocol::Ptm
         };
         flags.push(SourceFlags {
             protocol: Some(other),
