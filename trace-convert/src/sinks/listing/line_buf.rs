@@ -170,6 +170,21 @@ impl LineBuf {
     }
 
     /// Append one byte.
+    /// Append `text`: a short piece of a line (a name, a field), which
+    /// the room [`LineBuf::room`] keeps holds.
+    #[inline(always)]
+    pub(crate) fn put_str(&mut self, text: &str) {
+        let bytes = text.as_bytes();
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    /// Drop what was written since `mark` ([`LineBuf::mark`]).
+    #[inline(always)]
+    pub(crate) fn truncate(&mut self, mark: usize) {
+        self.len = mark.min(self.len);
+    }
+
     #[inline(always)]
     pub(crate) fn byte(&mut self, b: u8) {
         self.buf[self.len] = b;
