@@ -2,11 +2,10 @@
 //! (PFT v1.1 B.3.2 for PTM, one atom per instruction for ETMv3).
 
 use super::block::{BlockCache, BlockEnd, CInsn, NONE};
-use super::op::{Branch, InsnAtoms, Sync, SyncReason, Target, TraceOp};
+use super::op::{Atoms, Branch, InsnAtoms, Sync, SyncReason, Target, TraceOp};
 use super::rstack::{self, ReturnStack};
 use crate::event::{Check, Context, Event, EventKind, GapReason, Isa, Range, TraceOnReason};
 use crate::memory::{MemoryImage, Space};
-use crate::protocol::Atoms;
 use alloc::sync::Arc;
 
 /// Where execution is.

@@ -25,13 +25,13 @@
 //! ```
 
 mod block;
-mod engine;
+pub(crate) mod engine;
 pub mod op;
 mod rstack;
 
 pub use crate::protocol::ptm::ETMCCER_BARRIER_WAYPOINTS;
 pub use engine::Engine;
-pub use op::TraceOp;
+pub use op::{Atoms, TraceOp};
 
 use crate::event::Event;
 use crate::memory::MemoryImage;

@@ -7,8 +7,9 @@ pub mod lower;
 
 use super::fields::{FieldWriter, TextWriter};
 use super::regs::{etm_device_regs, Regs};
-use super::seam::{Atoms, PacketProtocol, SourceStats};
-use crate::decode::{Engine, TraceOp};
+use super::seam::{PacketProtocol, SourceStats};
+use crate::decode::engine::Engine;
+use crate::decode::op::{Atoms, TraceOp};
 use crate::event::Event;
 use alloc::string::String;
 use etm_packets::{Atom, Config, ConfigError, Error, ErrorKind, Packet, Parser};
@@ -28,7 +29,8 @@ impl PacketProtocol for Etmv3 {
     const NAME: &'static str = "etmv3";
     const FLAG: &'static str = "etm";
     const LABEL: &'static str = "ETM";
-    const ABOUT: &'static str = "ETM architecture v3.0 to v3.5.";
+    const TITLE: &'static str = "ETMv3";
+    const ABOUT: &'static str = "ETM architecture v3.0 to v3.5";
     const CODE: u8 = 0;
     /// ETMv3.5 of a Cortex-A7: ETMIDR, and ETMCCER with timestamps
     /// implemented (natural binary, 64-bit).

@@ -30,7 +30,8 @@ pub mod registry;
 mod regs;
 mod seam;
 
+pub use crate::decode::op::Atoms;
 pub use fields::{FieldWriter, TextWriter};
 pub use registry::{AnyPacket, PacketError, Protocol, RegsError, SourceConfig};
 pub use regs::{etm_device_regs, Regs};
-pub use seam::{Atoms, PacketProtocol, SourceStats};
+pub use seam::{PacketProtocol, SourceStats};

@@ -7,8 +7,9 @@ pub mod lower;
 
 use super::fields::{FieldWriter, TextWriter};
 use super::regs::{etm_device_regs, Regs};
-use super::seam::{Atoms, PacketProtocol, SourceStats};
-use crate::decode::{Engine, TraceOp};
+use super::seam::{PacketProtocol, SourceStats};
+use crate::decode::engine::Engine;
+use crate::decode::op::{Atoms, TraceOp};
 use crate::event::Event;
 use alloc::string::String;
 use ptm_packets::{Atom, Config, ConfigError, Error, ErrorKind, Packet, Parser};
@@ -24,7 +25,8 @@ impl PacketProtocol for Ptm {
     const NAME: &'static str = "ptm";
     const FLAG: &'static str = "ptm";
     const LABEL: &'static str = "PTM";
-    const ABOUT: &'static str = "PTM, Program Flow Trace v1.0/v1.1.";
+    const TITLE: &'static str = "PTM/PFT";
+    const ABOUT: &'static str = "PTM, Program Flow Trace v1.0/v1.1";
     const CODE: u8 = 1;
     /// PFT 1.1 of a Cortex-A15: ETMIDR and ETMCCER.
     const TYPICAL_REGS: Regs = Regs {

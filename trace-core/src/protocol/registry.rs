@@ -6,7 +6,8 @@
 
 use super::fields::{FieldWriter, TextWriter};
 use super::regs::Regs;
-use super::seam::{Atoms, PacketProtocol};
+use super::seam::PacketProtocol;
+use crate::decode::op::Atoms;
 use alloc::string::String;
 use core::fmt;
 
@@ -62,6 +63,12 @@ macro_rules! core_types {
             #[must_use]
             pub fn label(self) -> &'static str {
                 match self { $( Protocol::$name => <$imp>::LABEL, )* }
+            }
+
+            /// Its name in sentences: `ETMv3`, `PTM/PFT`.
+            #[must_use]
+            pub fn title(self) -> &'static str {
+                match self { $( Protocol::$name => <$imp>::TITLE, )* }
             }
 
             /// What it is, in one line.
@@ -290,6 +297,23 @@ impl Protocol {
         Protocol::ALL.iter().copied().find(|p| p.is_device_type(&k))
     }
 
+    /// Every protocol in a sentence: `ETMv3 and PTM/PFT`.
+    #[must_use]
+    pub fn decoded_list() -> String {
+        list(Protocol::ALL.iter().map(|p| p.title()), " and ")
+    }
+
+    /// Every `--protocol` value in a sentence: `--protocol etm or
+    /// --protocol ptm`.
+    #[must_use]
+    pub fn flag_list() -> String {
+        let flags: alloc::vec::Vec<String> = Protocol::ALL
+            .iter()
+            .map(|p| alloc::format!("--protocol {}", p.flag()))
+            .collect();
+        list(flags.iter().map(String::as_str), " or ")
+    }
+
     /// The protocol `--protocol` names (`etm`, `ptm`).
     #[must_use]
     pub fn from_flag(flag: &str) -> Option<Protocol> {
@@ -301,6 +325,19 @@ impl Protocol {
     pub fn from_code(code: u8) -> Option<Protocol> {
         Protocol::ALL.iter().copied().find(|p| p.code() == code)
     }
+}
+
+/// `a`, `a LAST b`, `a, b LAST c`.
+fn list<'a>(items: impl Iterator<Item = &'a str>, last: &str) -> String {
+    let items: alloc::vec::Vec<&str> = items.collect();
+    let mut out = String::new();
+    for (i, t) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(if i + 1 == items.len() { last } else { ", " });
+        }
+        out.push_str(t);
+    }
+    out
 }
 
 impl fmt::Display for Protocol {
@@ -351,6 +388,8 @@ mod tests {
             assert_eq!(Protocol::from_flag(p.flag()), Some(*p));
             assert_eq!(Protocol::from_code(p.code()), Some(*p));
         }
+        assert_eq!(Protocol::decoded_list(), "ETMv3 and PTM/PFT");
+        assert_eq!(Protocol::flag_list(), "--protocol etm or --protocol ptm");
         // Saved-events files written before the registry.
         assert_eq!(Protocol::from_code(0), Some(Protocol::Etmv3));
         assert_eq!(Protocol::from_code(1), Some(Protocol::Ptm));

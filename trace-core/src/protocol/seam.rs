@@ -3,7 +3,8 @@
 
 use super::fields::{FieldWriter, TextWriter};
 use super::regs::Regs;
-use crate::decode::{Engine, TraceOp};
+use crate::decode::engine::Engine;
+use crate::decode::op::{Atoms, TraceOp};
 use crate::event::Event;
 use alloc::string::String;
 use core::fmt::{Debug, Display};
@@ -27,18 +28,6 @@ pub struct SourceStats {
     pub errors: u64,
 }
 
-/// What atoms stand for in an instruction-trace protocol, which sets how
-/// the [`Engine`] walks the code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Atoms {
-    /// One atom per waypoint (PFT): the engine walks to the next branch;
-    /// the context is reported when it changes.
-    PerWaypoint,
-    /// One atom per instruction (ETMv3): the engine steps instruction by
-    /// instruction; the context is reported at every I-sync.
-    PerInstruction,
-}
-
 /// One trace protocol: its configuration, its packet parser, its listing
 /// and how its packets become events. Each protocol implements it on a
 /// type of its own in a module of [`crate::protocol`], and one line of
@@ -60,7 +49,10 @@ pub trait PacketProtocol: 'static {
     const FLAG: &'static str;
     /// Short upper-case label, in the names made for sources (`ETM cpu0`).
     const LABEL: &'static str;
-    /// What it is, in one line (the help of its `--protocol` value).
+    /// Its name in sentences (`ETMv3`, `PTM/PFT`).
+    const TITLE: &'static str;
+    /// What it is, in one line without a final period (the help of its
+    /// `--protocol` value).
     const ABOUT: &'static str;
     /// Its number in saved-events files: never reused, never changed.
     const CODE: u8;
