@@ -283,6 +283,12 @@ impl Demux {
         self.sources.get(id).map(Parser::stats)
     }
 
+    /// Counters of every trace ID with a parser, in ascending order.
+    #[must_use]
+    pub fn counters(&self) -> Vec<(u8, SourceStats)> {
+        self.sources.iter().map(|(id, p)| (id, p.stats())).collect()
+    }
+
     /// Continue the capture with `chunk`; append what it completes to `out`.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<Item>) {
         let base = self.offset;
