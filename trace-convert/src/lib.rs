@@ -3,11 +3,9 @@
 pub mod callstack;
 pub mod clock;
 pub mod convert;
-pub mod decode;
 pub mod fast_map;
 pub mod input;
 pub mod output;
-pub mod packets;
 pub mod plural;
 pub mod progress;
 pub mod sinks;

@@ -188,6 +188,7 @@ pub fn open(path: &Path, flags: &SourceFlags) -> Result<Input, InputError> {
         kind: Kind::Capture,
         captures: vec![capture],
         snapshot: None,
+        saved: None,
     })
 }
 

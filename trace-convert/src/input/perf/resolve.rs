@@ -72,6 +72,7 @@ pub fn resolve(path: &Path, lookup: Lookup<'_>) -> Result<Input, InputError> {
         kind: Kind::PerfData,
         captures,
         snapshot: Some(snapshot),
+        saved: None,
     })
 }
 
