@@ -456,6 +456,17 @@ fn listing_input<'p>(
     let plan = listing_plan(output, named)?;
     let mut input =
         input::resolve(&args.path, &args.flags()).map_err(|e| fail(input_code(&e), e))?;
+    if input.saved.is_some() {
+        return Err(fail(
+            exit::USAGE,
+            format!(
+                "{}: saved events hold decoded events, not a capture to list: convert them \
+                 (trace-convert {} --chrome FILE, ...)",
+                args.path.display(),
+                args.path.display()
+            ),
+        ));
+    }
     args.source
         .keep_ids(&mut input)
         .map_err(|e| fail(exit::CONFIG, e))?;

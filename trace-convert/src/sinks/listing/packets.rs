@@ -287,3 +287,35 @@ pub fn write_item<W: Write + ?Sized>(
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A field of another protocol than those the record names is kept
+    /// by name, read back, and written after the record's own fields.
+    #[test]
+    fn fields_the_record_does_not_name_are_kept_in_other() {
+        let mut r = PacketRecord::new(7, 1, "stimulus");
+        r.num("port", 3);
+        r.address("address", 0x2000);
+        r.flag("overflow", false);
+        r.text("isa", "thumb");
+        r.letters("atoms", b"EN".iter().copied());
+        assert_eq!(r.address, Some(0x2000));
+        assert_eq!(r.isa.as_deref(), Some("thumb"));
+        assert_eq!(r.atoms.as_deref(), Some("EN"));
+        assert_eq!(r.other.get("port"), Some(&serde_json::Value::from(3)));
+        assert_eq!(
+            r.other.get("overflow"),
+            Some(&serde_json::Value::from(false))
+        );
+        let line = serde_json::to_string(&r).expect("serializes");
+        assert_eq!(
+            line,
+            r#"{"offset":7,"id":1,"kind":"stimulus","address":8192,"isa":"thumb","atoms":"EN","overflow":false,"port":3}"#
+        );
+        let back: PacketRecord = serde_json::from_str(&line).expect("reads back");
+        assert_eq!(back, r);
+    }
+}
