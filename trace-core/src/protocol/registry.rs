@@ -1,4 +1,4 @@
-//! The one list of protocols ([`for_each_protocol!`]) and the closed
+//! The one list of protocols (`for_each_protocol!`) and the closed
 //! types made from it: [`Protocol`], [`SourceConfig`], [`AnyPacket`],
 //! [`PacketError`] and [`RegsError`]. Adding a protocol is one line of
 //! the list; the `match`es over protocols here, in the demultiplexer
