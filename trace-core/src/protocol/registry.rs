@@ -370,7 +370,7 @@ mod tests {
         assert_eq!(Protocol::from_device_type("PTM1.1"), Some(Protocol::Ptm));
         assert_eq!(Protocol::from_device_type("PFT1.1"), Some(Protocol::Ptm));
         assert_eq!(Protocol::from_device_type(" pft1.0 "), Some(Protocol::Ptm));
-        assert_eq!(Protocol::from_device_type("ITM"), None);
+        assert_eq!(Protocol::from_device_type("STM"), None);
         assert_eq!(Protocol::from_device_type("ETM4.0"), None);
     }
 
@@ -387,12 +387,20 @@ mod tests {
             }
             assert_eq!(Protocol::from_flag(p.flag()), Some(*p));
             assert_eq!(Protocol::from_code(p.code()), Some(*p));
+            assert!(Protocol::decoded_list().contains(p.title()));
+            assert!(Protocol::flag_list().contains(&alloc::format!("--protocol {}", p.flag())));
         }
-        assert_eq!(Protocol::decoded_list(), "ETMv3 and PTM/PFT");
-        assert_eq!(Protocol::flag_list(), "--protocol etm or --protocol ptm");
         // Saved-events files written before the registry.
         assert_eq!(Protocol::from_code(0), Some(Protocol::Etmv3));
         assert_eq!(Protocol::from_code(1), Some(Protocol::Ptm));
+    }
+
+    /// Lists in sentences.
+    #[test]
+    fn lists_read_as_sentences() {
+        assert_eq!(list(["a"].into_iter(), " and "), "a");
+        assert_eq!(list(["a", "b"].into_iter(), " and "), "a and b");
+        assert_eq!(list(["a", "b", "c"].into_iter(), " or "), "a, b or c");
     }
 
     /// The typical registers of each protocol configure a source of it.
