@@ -7,7 +7,8 @@ pub mod lower;
 
 use super::fields::{FieldWriter, TextWriter};
 use super::regs::{etm_device_regs, Regs};
-use super::seam::{PacketProtocol, SourceStats};
+use super::seam::PacketProtocol;
+use super::shape::packet_crate_parser;
 use crate::decode::engine::Engine;
 use crate::decode::op::{Atoms, TraceOp};
 use crate::event::Event;
@@ -63,45 +64,7 @@ impl PacketProtocol for Etmv3 {
         cfg.timestamps()
     }
 
-    type Packet = Packet;
-    type Error = Error;
-    type Parser = Parser;
-
-    fn parser(cfg: Config) -> Parser {
-        Parser::new(cfg)
-    }
-
-    #[inline(always)]
-    fn feed<'p>(
-        parser: &'p mut Parser,
-        offset: u64,
-        data: &'p [u8],
-    ) -> impl Iterator<Item = Result<(u64, Packet), Error>> + 'p {
-        parser.feed_at(offset, data)
-    }
-
-    fn finish(parser: &mut Parser) -> Option<Error> {
-        parser.finish()
-    }
-
-    fn stats(parser: &Parser) -> SourceStats {
-        let s = parser.stats();
-        SourceStats {
-            bytes: s.bytes_fed,
-            in_packets: s.bytes_in_packets,
-            packets: s.packets,
-            skipped: s.bytes_skipped,
-            errors: s.errors,
-        }
-    }
-
-    fn same_state(a: &Parser, b: &Parser) -> bool {
-        a.same_state(b)
-    }
-
-    fn error_offset(e: &Error) -> u64 {
-        e.offset
-    }
+    packet_crate_parser!(etm_packets);
 
     fn error_skipped(e: &Error) -> u64 {
         match e.kind {

@@ -29,6 +29,7 @@ pub mod ptm;
 pub mod registry;
 mod regs;
 mod seam;
+mod shape;
 
 pub use crate::decode::op::Atoms;
 pub use fields::{FieldWriter, TextWriter};
