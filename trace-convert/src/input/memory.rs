@@ -218,6 +218,42 @@ impl Input {
         })
     }
 
+    /// The names of the sources of instruction-trace protocols whose
+    /// image holds nothing (every address they reach will be reported
+    /// as not accessible), in input order.
+    #[must_use]
+    pub fn without_memory<'i>(&self, images: &'i Images) -> Vec<&'i str> {
+        images
+            .empty()
+            .iter()
+            .filter(|name| {
+                self.captures
+                    .iter()
+                    .flat_map(|c| &c.sources)
+                    .any(|s| &s.name == *name && s.protocol.traces_instructions())
+            })
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// Whether a decode of the input that walks no instruction found
+    /// nothing: some source is of a protocol that traces the instructions
+    /// executed, or no source is known at all.
+    #[must_use]
+    pub fn expects_instructions(&self) -> bool {
+        let mut protocols = self
+            .captures
+            .iter()
+            .flat_map(|c| {
+                c.sources
+                    .iter()
+                    .map(|s| s.protocol)
+                    .chain(c.any_id.map(|a| a.0))
+            })
+            .peekable();
+        protocols.peek().is_none() || protocols.any(|p| p.traces_instructions())
+    }
+
     /// Whether some memory image would be found for the source named
     /// `source` (files are given in `extra`, or the input binds the source
     /// to a core with dumps); nothing is read.

@@ -264,6 +264,8 @@ impl PacketProtocol for Etmv3 {
         }
     }
 
+    const INSTRUCTIONS: bool = true;
+
     const ATOMS: Atoms = Atoms::PerInstruction;
 
     /// P-headers, most of a cycle-accurate stream, go to the engine's

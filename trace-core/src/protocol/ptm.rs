@@ -207,6 +207,8 @@ impl PacketProtocol for Ptm {
 
     fn decoding(_cfg: &Config) {}
 
+    const INSTRUCTIONS: bool = true;
+
     const ATOMS: Atoms = Atoms::PerWaypoint;
 
     fn return_stack(cfg: &Config) -> bool {

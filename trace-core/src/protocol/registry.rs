@@ -83,6 +83,13 @@ macro_rules! core_types {
                 match self { $( Protocol::$name => <$imp>::CODE, )* }
             }
 
+            /// Whether its packets trace the instructions executed (its
+            /// sources need a memory image).
+            #[must_use]
+            pub fn traces_instructions(self) -> bool {
+                match self { $( Protocol::$name => <$imp>::INSTRUCTIONS, )* }
+            }
+
             /// What its atoms stand for (instruction trace).
             #[must_use]
             pub fn atoms(self) -> Atoms {

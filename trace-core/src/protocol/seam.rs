@@ -202,6 +202,12 @@ pub trait PacketProtocol: 'static {
     /// The state a source's decoder starts with.
     fn decoding(cfg: &Self::Config) -> Self::Decoding;
 
+    /// Whether its packets trace the instructions executed (ETMv3, PTM):
+    /// its sources need a memory image, and a decode of them that walks
+    /// no instruction found nothing. `false` for a protocol whose events
+    /// are of other kinds (ITM/DWT).
+    const INSTRUCTIONS: bool;
+
     /// How atoms walk the code (instruction trace; any value for other
     /// protocols, whose packets never reach the engine's walk).
     const ATOMS: Atoms;

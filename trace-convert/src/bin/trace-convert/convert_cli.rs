@@ -536,7 +536,7 @@ fn open_input(
         .map_err(|e| fail(exit::CONFIG, e))?;
     super::print_notes(&input);
     for s in input.captures.iter().flat_map(|c| &c.sources) {
-        if !input.has_memory(&s.name, extra) {
+        if s.protocol.traces_instructions() && !input.has_memory(&s.name, extra) {
             eprintln!("trace-convert: {}", no_memory_warning(&s.name));
         }
     }
@@ -631,9 +631,13 @@ fn conversion_failure(e: &ConvertError) -> ExitCode {
     fail(code, e)
 }
 
-/// Refuse a run that read capture bytes and decoded nothing from them
-/// (no output takes its final name).
+/// Refuse a run that read capture bytes of instruction trace and decoded
+/// nothing from them (no output takes its final name); saved events are
+/// taken as they are.
 fn check_decoded(input: &Input, report: &ConvertReport) -> Result<(), ExitCode> {
+    if input.saved.is_some() || !input.expects_instructions() {
+        return Ok(());
+    }
     let bytes: u64 = report.captures.iter().map(|(_, b)| b).sum();
     let decoded: u64 = report
         .ids

@@ -575,7 +575,7 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
         Ok(images) => images,
         Err(e) => return fail(exit::INPUT, e),
     };
-    for name in images.empty() {
+    for name in input.without_memory(&images) {
         eprintln!("trace-convert: {}", no_memory_warning(name));
     }
     // With ELF files, each line names its function (and, per
@@ -607,7 +607,7 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
             totals.bytes += t.bytes;
             totals.decoded += t.decoded;
         }
-        if totals.bytes > 0 && totals.decoded == 0 {
+        if totals.bytes > 0 && totals.decoded == 0 && input.expects_instructions() {
             // The listing does not take its final name.
             return Err(fail(exit::CONFIG, nothing_decoded(&input, totals.bytes)));
         }
