@@ -108,7 +108,7 @@ impl PacketProtocol for Etmv3 {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn fields<W: FieldWriter>(packet: &Packet, w: &mut W) {
         match *packet {
             Packet::ISync(s) => {
@@ -211,7 +211,7 @@ impl PacketProtocol for Etmv3 {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn text<W: TextWriter>(packet: &Packet, w: &mut W) -> bool {
         match packet {
             Packet::Atoms(a) => {

@@ -19,8 +19,10 @@ pub trait FieldWriter {
     }
     /// `true` or `false`.
     fn flag(&mut self, name: &'static str, value: bool);
-    /// A string (short names: `arm`, `periodic`).
-    fn text(&mut self, name: &'static str, value: &str);
+    /// A name of the protocol's own vocabulary (`arm`, `periodic`):
+    /// static text of ASCII letters, digits, `_` and `-`, which the
+    /// listings write as it is.
+    fn text(&mut self, name: &'static str, value: &'static str);
     /// A string of one ASCII letter per item (atoms: `EEN`).
     fn letters(&mut self, name: &'static str, letters: impl Iterator<Item = u8>);
 }

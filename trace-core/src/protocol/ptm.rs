@@ -102,7 +102,7 @@ impl PacketProtocol for Ptm {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn fields<W: FieldWriter>(packet: &Packet, w: &mut W) {
         match *packet {
             Packet::ISync(s) => {
@@ -177,7 +177,7 @@ impl PacketProtocol for Ptm {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn text<W: TextWriter>(packet: &Packet, w: &mut W) -> bool {
         match packet {
             Packet::Atom { atoms, cycles } => {

@@ -195,7 +195,7 @@ macro_rules! core_types {
 
             /// Its fields in the JSON Lines listing (after `offset`, `id`
             /// and `kind`), handed to `w` in the schema's order.
-            #[inline]
+            #[inline(always)]
             pub fn fields<W: FieldWriter>(&self, w: &mut W) {
                 match self { $( AnyPacket::$var(p) => <$imp>::fields(p, w), )* }
             }
@@ -214,7 +214,7 @@ macro_rules! core_types {
             /// Its text line (the `Display` form) written with `w`, for
             /// the packets that make up most of a stream; `false` (nothing
             /// written) for the others.
-            #[inline]
+            #[inline(always)]
             pub fn text<W: TextWriter>(&self, w: &mut W) -> bool {
                 match self { $( AnyPacket::$var(p) => <$imp>::text(p, w), )* }
             }

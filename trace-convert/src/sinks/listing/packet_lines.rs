@@ -153,7 +153,7 @@ fn kept_tail(
         return write(b);
     };
     if slot.0 == key {
-        b.name(&slot.1);
+        b.name_within::<32, TAIL>(&slot.1);
         return true;
     }
     let mark = b.mark();
@@ -206,18 +206,13 @@ impl FieldWriter for JsonFields<'_> {
         }
     }
 
+    /// A static name needs no escape (see [`FieldWriter::text`]; the
+    /// listing tests compare these lines with `serde_json`'s).
     #[inline(always)]
-    fn text(&mut self, name: &'static str, value: &str) {
+    fn text(&mut self, name: &'static str, value: &'static str) {
         self.key(name);
         self.b.byte(b'"');
-        if value.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\') {
-            self.b.put_str(value);
-        } else {
-            // What serde_json writes for a string that needs escapes.
-            let quoted = serde_json::to_string(value).unwrap_or_default();
-            self.b
-                .put_str(quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or(""));
-        }
+        self.b.put_str(value);
         self.b.byte(b'"');
     }
 

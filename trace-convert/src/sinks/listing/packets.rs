@@ -223,7 +223,7 @@ impl FieldWriter for PacketRecord {
         }
     }
 
-    fn text(&mut self, name: &'static str, value: &str) {
+    fn text(&mut self, name: &'static str, value: &'static str) {
         match name {
             "isa" => self.isa = Some(value.to_owned()),
             "reason" => self.reason = Some(value.to_owned()),
@@ -237,7 +237,12 @@ impl FieldWriter for PacketRecord {
 
     fn letters(&mut self, name: &'static str, letters: impl Iterator<Item = u8>) {
         let text: String = letters.map(char::from).collect();
-        self.text(name, &text);
+        match name {
+            "atoms" => self.atoms = Some(text),
+            _ => {
+                self.other.insert(name.to_owned(), text.into());
+            }
+        }
     }
 }
 
