@@ -130,10 +130,13 @@ macro_rules! decode_state {
                 packet: &AnyPacket,
                 out: &mut F,
             ) {
-                match (packet, self) {
+                let op = match (packet, self) {
                     $( (AnyPacket::$var(p), DecodeState::$var(s)) => <$imp>::decode(s, engine, offset, p, out), )*
                     #[allow(unreachable_patterns)]
-                    _ => engine.run(offset, &TraceOp::Ignored, out),
+                    _ => Some(TraceOp::Ignored),
+                };
+                if let Some(op) = op {
+                    engine.run(offset, &op, out);
                 }
             }
 

@@ -277,12 +277,13 @@ impl PacketProtocol for Etmv3 {
         offset: u64,
         packet: &Packet,
         out: &mut F,
-    ) {
+    ) -> Option<TraceOp> {
         if let Packet::Atoms(a) = packet {
             let (count, executed, cycles) = lower::p_header(a, state.cycle_accurate);
             engine.run_p_header(offset, count, executed, cycles, out);
+            None
         } else {
-            engine.run(offset, &lower::lower(packet, state.cycle_accurate), out);
+            Some(lower::lower(packet, state.cycle_accurate))
         }
     }
 

@@ -228,11 +228,12 @@ impl PacketProtocol for Ptm {
         offset: u64,
         packet: &Packet,
         out: &mut F,
-    ) {
+    ) -> Option<TraceOp> {
         if let Packet::Atom { atoms, cycles } = packet {
             engine.run_waypoint_atoms(offset, atoms.len() as u8, atoms.e_bits(), *cycles, out);
+            None
         } else {
-            engine.run(offset, &lower::lower(packet), out);
+            Some(lower::lower(packet))
         }
     }
 

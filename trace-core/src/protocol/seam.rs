@@ -223,17 +223,21 @@ pub trait PacketProtocol: 'static {
         false
     }
 
-    /// Decode one packet, handing the events it completes to `out`.
-    /// Instruction trace lowers it into the engine's [`TraceOp`]s and
-    /// runs them on `engine`; another protocol makes its events itself
-    /// (stamped with `engine.id()`), leaving the engine alone.
+    /// Decode one packet: hand the events it completes to `out`, or
+    /// return the operation the engine is to run for it. Instruction
+    /// trace returns its lowering ([`TraceOp`]), after running the
+    /// packets that fill a stream on `engine`'s fast paths itself (and
+    /// then returning `None`); another protocol makes its events itself
+    /// (stamped with `engine.id()`) and returns `None`. (The decoder runs
+    /// the returned operation at one place, where the engine's `run` is
+    /// inlined and the operation stays in registers.)
     fn decode<F: FnMut(Event)>(
         state: &mut Self::Decoding,
         engine: &mut Engine,
         offset: u64,
         packet: &Self::Packet,
         out: &mut F,
-    );
+    ) -> Option<TraceOp>;
 
     /// The operation a packet stands for (instruction trace);
     /// [`TraceOp::Ignored`] for what does not steer the engine.
