@@ -168,6 +168,15 @@ class Image:
         fn = self.function_at(addr)
         return fn["name"] if fn else "0x%x" % addr
 
+    def vector_name(self, vector):
+        """The frame name of an exception entered at `vector`: the function
+        starting there, else the address (an A/R-profile vector is an
+        instruction inside the vector table's symbol)."""
+        fn = self.function_at(vector)
+        if fn and fn["addr"] == vector:
+            return fn["name"]
+        return "0x%08x" % vector
+
     def code(self, addr, size):
         for base, data in self.segments:
             if base <= addr and addr + size <= base + len(data):
@@ -320,7 +329,7 @@ def analyse(image, flow_path):
                 # The call's target is where the exception returns to.
                 stack.append([image.name_at(ret), pending_link, False])
                 pending_link = None
-            stack.append([image.name_at(vector), None, True])
+            stack.append([image.vector_name(vector), None, True])
             prev = None
         elif rec[0] == "R":
             if stack is None:

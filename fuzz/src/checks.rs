@@ -351,7 +351,88 @@ pub fn perf_data(data: &[u8]) {
         assert_eq!(info.cpus.len() as u64, u64::from(info.nr_cpu));
     }
     let mut notes = Vec::new();
-    for p in pieces(&perf, &mut notes) {
+    let got = pieces(&perf, &mut notes);
+    for p in &got {
         assert!(p.len > 0 && p.start.checked_add(p.len).is_some_and(|e| e <= len));
     }
+    // The indexed cut equals the plain one: every AUX record against
+    // every buffer.
+    let mut plain_notes = 0;
+    assert_eq!(got, plain_pieces(&perf, &mut plain_notes));
+    assert_eq!(notes.len(), plain_notes);
+}
+
+/// `pieces` written plainly (quadratic): each AUXTRACE buffer cut where
+/// an AUX record of its area ends inside it; `notes` counts the pieces
+/// that start where a truncated AUX record of the area starts.
+fn plain_pieces(
+    perf: &trace_convert::input::perf::PerfData,
+    notes: &mut usize,
+) -> Vec<trace_convert::input::perf::resolve::Piece> {
+    use trace_convert::input::perf::records::{Aux, Body};
+    use trace_convert::input::perf::resolve::Piece;
+    let auxes: Vec<(Aux, Option<u32>, Option<u32>)> = perf
+        .records
+        .iter()
+        .filter_map(|r| match r.body {
+            Body::Aux(a) => Some((a, r.sample.cpu, r.sample.tid.map(|(_, t)| t))),
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (_, a) in perf.auxtraces() {
+        if a.size == 0 {
+            continue;
+        }
+        let end0 = a.offset.saturating_add(a.size);
+        let mine: Vec<&Aux> = auxes
+            .iter()
+            .filter(|(x, cpu, tid)| {
+                let cpu_ok = cpu.is_none_or(|c| a.cpu == u32::MAX || c == a.cpu);
+                let tid_ok =
+                    tid.is_none_or(|t| a.cpu != u32::MAX || a.tid == u32::MAX || t == a.tid);
+                let x_end = x.offset.saturating_add(x.size);
+                cpu_ok && tid_ok && x.offset < end0 && x_end > a.offset
+            })
+            .map(|(x, _, _)| x)
+            .collect();
+        let raw = mine.iter().any(|x| x.flags & Aux::RAW != 0);
+        let ends = |below: u64| -> Vec<u64> {
+            mine.iter()
+                .map(|x| x.offset.saturating_add(x.size))
+                .filter(|&e| e > a.offset && e < below)
+                .collect()
+        };
+        let mut end = end0;
+        if let Some(&covered) = ends(end0).iter().max() {
+            if end - covered < 8 {
+                end = covered;
+            }
+        }
+        let mut cuts = ends(end);
+        cuts.push(end);
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut from = a.offset;
+        for cut in cuts {
+            if cut <= from {
+                continue;
+            }
+            if mine
+                .iter()
+                .any(|x| x.offset == from && x.flags & Aux::TRUNCATED != 0)
+            {
+                *notes += 1;
+            }
+            out.push(Piece {
+                start: a.data + (from - a.offset),
+                len: cut - from,
+                cpu: a.cpu,
+                tid: a.tid,
+                raw,
+            });
+            from = cut;
+        }
+    }
+    out
 }

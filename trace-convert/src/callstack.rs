@@ -210,6 +210,19 @@ impl Names {
         n
     }
 
+    /// The name of an exception handler's frame entered at `addr`: its
+    /// function's, when `addr` is that function's entry (a vector table of
+    /// addresses, as M-profile cores have, leads there); else the address
+    /// itself. An A/R-profile vector is an instruction inside the vector
+    /// table, under whatever symbol covers it (`_start` of the startup
+    /// code): the frame is named `0x00000018`, not after that symbol.
+    fn vector(&mut self, symbols: &Symbolizer, addr: u32) -> FuncId {
+        match symbols.function(addr) {
+            Some(f) if f.start != addr => self.intern(NameKey::Addr(addr), || hex_name(addr)),
+            _ => self.code(symbols, addr),
+        }
+    }
+
     fn inline(&mut self, symbols: &Symbolizer, name: u32) -> FuncId {
         self.intern(NameKey::Inline(name), || symbols.inline_name(name))
     }
@@ -231,8 +244,17 @@ pub struct StackStats {
     pub tail_calls: u64,
     /// Exceptions.
     pub exceptions: u64,
-    /// Times every frame was closed because of a gap in the trace.
+    /// Times every frame was closed because the trace started again or
+    /// could not be followed: the sum of the three counts below.
     pub resets: u64,
+    /// Of those, at a trace-on (tracing started again, with the stack
+    /// unknown).
+    pub resets_at_trace_on: u64,
+    /// Of those, at a gap in the trace (damaged or lost trace, lost
+    /// synchronization).
+    pub resets_at_gaps: u64,
+    /// Of those, at an address the memory image does not cover.
+    pub resets_at_nacc: u64,
     /// Calls not recorded because the stack was at its depth bound.
     pub dropped: u64,
     /// Deepest stack seen.
@@ -675,6 +697,11 @@ impl Shared {
             | EventKind::AddrNacc { .. } => {
                 if !t.frames.is_empty() {
                     self.stats.resets += 1;
+                    match kind {
+                        EventKind::TraceOn { .. } => self.stats.resets_at_trace_on += 1,
+                        EventKind::AddrNacc { .. } => self.stats.resets_at_nacc += 1,
+                        _ => self.stats.resets_at_gaps += 1,
+                    }
                 }
                 self.closed.extend(t.frames.drain(..).rev());
                 t.rets = 0;
@@ -821,7 +848,13 @@ impl Shared {
                 self.push(t, f);
             }
             Pending::Handler { ret } => {
-                let f = self.code_frame(FrameKind::Handler, target, ret, time, symbols);
+                let f = Frame {
+                    func: self.names.vector(symbols, target),
+                    entry: target,
+                    ret,
+                    kind: FrameKind::Handler,
+                    start: time,
+                };
                 self.push(t, f);
             }
             Pending::Return => {

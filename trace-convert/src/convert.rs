@@ -226,8 +226,15 @@ pub struct IdReport {
     /// Instructions (including the last of a range that failed its
     /// condition).
     pub instructions: u64,
-    /// Cycles the trace carried.
+    /// Cycles the trace carried (only from a cycle-accurate source, see
+    /// [`Converter::ignore_cycles`]).
     pub cycles: u64,
+    /// Events whose cycle counts were ignored: the source's configuration
+    /// is not cycle-accurate, so what its packets say of cycles is not a
+    /// count (see [`Converter::ignore_cycles`]).
+    pub cycles_ignored: u64,
+    /// The offsets of the first of them (at most [`FIRST_OFFSETS`]).
+    pub cycles_ignored_at: Vec<u64>,
     /// Exceptions.
     pub exceptions: u64,
     /// Gaps (decode errors).
@@ -265,12 +272,34 @@ impl IdReport {
         }
     }
 
+    /// Count one event of a source that is not cycle-accurate: as
+    /// [`count`](Self::count), its cycles ignored (and counted as such).
+    pub fn count_ignoring_cycles(&mut self, e: &Event) {
+        if carries_cycles(&e.kind) {
+            self.cycles_ignored += 1;
+            if self.cycles_ignored_at.len() < FIRST_OFFSETS {
+                self.cycles_ignored_at.push(e.offset);
+            }
+            let mut plain = *e;
+            strip_cycles(&mut plain.kind);
+            self.count(&plain);
+        } else {
+            self.count(e);
+        }
+    }
+
     /// Add another's counters.
     pub fn add(&mut self, other: &IdReport) {
         self.events += other.events;
         self.ranges += other.ranges;
         self.instructions += other.instructions;
         self.cycles += other.cycles;
+        self.cycles_ignored += other.cycles_ignored;
+        for &at in &other.cycles_ignored_at {
+            if self.cycles_ignored_at.len() < FIRST_OFFSETS {
+                self.cycles_ignored_at.push(at);
+            }
+        }
         self.exceptions += other.exceptions;
         self.gaps += other.gaps;
         self.trace_on += other.trace_on;
@@ -311,6 +340,10 @@ pub struct ConvertReport {
     /// Per configured trace ID: the packet parser's counters (bytes,
     /// packets, bytes skipped, errors), over every capture.
     pub parsed: BTreeMap<u8, trace_core::demux::SourceStats>,
+    /// What the sinks said about their outputs
+    /// ([`Sink::notes`](crate::sinks::Sink::notes)), each
+    /// line after the sink's name.
+    pub notes: Vec<String>,
 }
 
 /// Feeds events to sinks with their shared context.
@@ -348,6 +381,10 @@ pub struct Converter<'a> {
     window: Option<crate::window::Window>,
     /// How [`convert_input`] spreads the decode over threads.
     decode: DecodeOptions,
+    /// Per trace ID: its cycle counts are ignored
+    /// ([`ignore_cycles`](Self::ignore_cycles)); and whether any is.
+    no_cycles: Box<[bool; 256]>,
+    any_no_cycles: bool,
 }
 
 /// What a [`Converter`] keeps of one trace ID: its counters (those without
@@ -432,6 +469,8 @@ impl<'a> Converter<'a> {
             ids: Box::new(std::array::from_fn(|_| Lane::default())),
             window: None,
             decode: DecodeOptions::default(),
+            no_cycles: Box::new([false; 256]),
+            any_no_cycles: false,
         };
         // On a timestamp axis resolved by cycles, a core's events before
         // its first timestamp have no place: a window of everything
@@ -442,6 +481,64 @@ impl<'a> Converter<'a> {
             }
         }
         conv
+    }
+
+    /// Ignore what trace ID `id`'s events say of cycles (before the first
+    /// event): its source is not configured cycle-accurate (ETMCR bit 12
+    /// clear), so cycle-count packets in its trace (as damaged trace or a
+    /// wrong configuration gives) are no count of cycles. Its ranges,
+    /// trace-ons, context changes and timestamps are handed on without
+    /// cycles and its cycle counts as counts of 0; the report counts them
+    /// in [`IdReport::cycles_ignored`], with the first offsets.
+    pub fn ignore_cycles(&mut self, id: u8) {
+        self.no_cycles[usize::from(id)] = true;
+        self.any_no_cycles = true;
+    }
+
+    /// Ignore the cycles of every source of `input` that is not
+    /// configured cycle-accurate ([`ignore_cycles`](Self::ignore_cycles)).
+    pub fn ignore_cycles_of(&mut self, input: &Input) {
+        for c in &input.captures {
+            for s in &c.sources {
+                if s.regs.etmcr & ETMCR_CYCLE_ACCURATE == 0 {
+                    self.ignore_cycles(s.id);
+                }
+            }
+            if let Some((_, regs)) = c.any_id {
+                if regs.etmcr & ETMCR_CYCLE_ACCURATE == 0 {
+                    for id in 0..=255u8 {
+                        if !c.sources.iter().any(|s| s.id == id) {
+                            self.ignore_cycles(id);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether `e` says something of cycles that is to be ignored.
+    #[inline(always)]
+    fn strips(&self, e: &Event) -> bool {
+        self.no_cycles[usize::from(e.id)] && carries_cycles(&e.kind)
+    }
+
+    /// [`take`](Self::take) for an event whose cycles are ignored.
+    #[cold]
+    #[inline(never)]
+    fn take_stripped<'m>(
+        &mut self,
+        e: &Event,
+        memory: impl MemoryOf<'m>,
+        batch: bool,
+    ) -> io::Result<()> {
+        let r = &mut self.ids[usize::from(e.id)].report;
+        r.cycles_ignored += 1;
+        if r.cycles_ignored_at.len() < FIRST_OFFSETS {
+            r.cycles_ignored_at.push(e.offset);
+        }
+        let mut plain = *e;
+        strip_cycles(&mut plain.kind);
+        self.take_as_is(&plain, memory, batch)
     }
 
     /// Hand the sinks only the events in `window` (see
@@ -578,6 +675,20 @@ impl<'a> Converter<'a> {
     /// image is looked up only for the events that need it.
     #[inline(always)]
     fn take<'m>(&mut self, e: &Event, memory: impl MemoryOf<'m>, batch: bool) -> io::Result<()> {
+        if self.any_no_cycles && self.strips(e) {
+            return self.take_stripped(e, memory, batch);
+        }
+        self.take_as_is(e, memory, batch)
+    }
+
+    /// [`take`](Self::take) once the event's cycles are as they count.
+    #[inline(always)]
+    fn take_as_is<'m>(
+        &mut self,
+        e: &Event,
+        memory: impl MemoryOf<'m>,
+        batch: bool,
+    ) -> io::Result<()> {
         if !self.report.stacks_built {
             // Only sinks of plain events: no stacks, no clock.
             if !self.began {
@@ -682,6 +793,11 @@ impl<'a> Converter<'a> {
     ) -> io::Result<()> {
         if self.window.is_some() {
             // The window hands on the events it keeps one by one.
+            return self.take_each(events.iter(), memory, true);
+        }
+        if self.any_no_cycles && events.iter().any(|e| self.strips(e)) {
+            // The sinks that take batches are handed the events without
+            // the cycles, one by one.
             return self.take_each(events.iter(), memory, true);
         }
         self.take_each(events.iter(), memory, false)?;
@@ -912,6 +1028,10 @@ impl<'a> Converter<'a> {
         }
         for s in &mut self.sinks {
             s.finish(&self.info).map_err(|e| annotate(s.name(), e))?;
+            let name = s.name();
+            self.report
+                .notes
+                .extend(s.notes().into_iter().map(|n| format!("{name}: {n}")));
         }
         self.report.stacks = self.stacks.stats();
         self.report.window = self.window.as_ref().map(crate::window::Window::counts);
@@ -946,6 +1066,33 @@ impl<'m> MemoryOf<'m> for ById<'m> {
     #[inline(always)]
     fn of(self, id: u8) -> Option<&'m dyn MemoryImage> {
         Some(self.0[usize::from(id)])
+    }
+}
+
+/// How many offsets of ignored cycle counts a report keeps.
+pub const FIRST_OFFSETS: usize = 3;
+
+/// Whether an event says anything of cycles (a cycle count, or a count
+/// carried by a range, context change, trace-on or timestamp).
+#[must_use]
+pub fn carries_cycles(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Range(r) => r.cycles.is_some(),
+        EventKind::CycleCount(_) => true,
+        EventKind::Context(c) => c.cycles.is_some(),
+        EventKind::TraceOn { cycles, .. } | EventKind::Timestamp { cycles, .. } => cycles.is_some(),
+        _ => false,
+    }
+}
+
+/// Remove what `kind` says of cycles (a cycle count becomes a count of 0).
+fn strip_cycles(kind: &mut EventKind) {
+    match kind {
+        EventKind::Range(r) => r.cycles = None,
+        EventKind::CycleCount(n) => *n = 0,
+        EventKind::Context(c) => c.cycles = None,
+        EventKind::TraceOn { cycles, .. } | EventKind::Timestamp { cycles, .. } => *cycles = None,
+        _ => {}
     }
 }
 
@@ -1033,10 +1180,14 @@ pub fn source_names(input: &Input) -> Vec<SourceName> {
         .captures
         .iter()
         .flat_map(|c| &c.sources)
-        .map(|s| SourceName {
-            id: s.id,
-            protocol: s.protocol.name().to_owned(),
-            core: core_label(input, s),
+        .map(|s| {
+            let core = core_label(input, s);
+            SourceName {
+                id: s.id,
+                protocol: s.protocol.name().to_owned(),
+                profile: crate::profile::Profile::of_source(s.protocol, core.as_deref()),
+                core,
+            }
         })
         .collect()
 }
@@ -1111,6 +1262,7 @@ pub fn convert_loaded(
     if let Some(saved) = &input.saved {
         return convert_saved(saved, conv, images.other());
     }
+    conv.ignore_cycles_of(input);
     let sources = source_names(input);
     let name = input
         .captures
@@ -1194,6 +1346,7 @@ fn convert_saved(
                 id: s.trace_id,
                 protocol: s.protocol.name().to_owned(),
                 core: s.core.clone(),
+                profile: crate::profile::Profile::of_source(s.protocol, s.core.as_deref()),
             })
             .collect(),
     );

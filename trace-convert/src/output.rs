@@ -6,17 +6,25 @@
 //! one file, more than one `-`, a folder, block device or socket as an
 //! output, and (with [`OutputPlan::check_inputs`]) an output that is one
 //! of the run's inputs. [`OutputPlan::create`] then makes a temporary file
-//! beside each regular file, and [`OutputSet::commit`] renames them all
+//! beside each regular file (removing the temporary files of the same
+//! output left by a killed run, see [`OutputSet::notes`]), and
+//! [`OutputSet::commit`] renames them all
 //! into place once every one is complete. A run that fails or is dropped
 //! before the commit leaves nothing under a final name and no temporary
 //! file; [`remove_temporaries_on_signal`] extends that to SIGINT, SIGTERM
 //! and SIGHUP.
+//!
+//! A file that is replaced keeps its permissions and owner (the temporary
+//! file is given them); one with other hard links, or whose owner cannot
+//! be given, is overwritten in place at the commit instead of renamed
+//! over, so that it stays the same file.
 //!
 //! Named pipes, character devices (`/dev/null`) and descriptor links
 //! (`/dev/stdout`) are written in place as the data comes, like standard
 //! output: they are never renamed over.
 
 mod cleanup;
+mod stale;
 mod target;
 
 pub use cleanup::remove_temporaries_on_signal;
@@ -53,8 +61,9 @@ pub enum OutputError {
         /// The earlier output's path.
         other: PathBuf,
     },
-    /// More than one output is `-`.
-    #[error("{label} and {other_label} are both `-`: only one output can go to standard output")]
+    /// More than one output goes to standard output (`-`, `/dev/stdout`,
+    /// `/proc/self/fd/1`, or the file or pipe standard output writes).
+    #[error("{label} and {other_label} both go to standard output: only one output can")]
     TwoStdout {
         /// The later output's flag.
         label: String,
@@ -177,8 +186,9 @@ impl OutputPlan {
     ) -> Result<OutputId, OutputError> {
         let kind = target::resolve(path, make_folders).map_err(|p| OutputError::of(path, p))?;
         let name = target::canonical(&kind);
+        let stdout = target::stdout_id();
         for other in &self.outputs {
-            if matches!(kind, Kind::Stdout) && matches!(other.kind, Kind::Stdout) {
+            if kind.is_stdout(stdout.as_ref()) && other.kind.is_stdout(stdout.as_ref()) {
                 return Err(OutputError::TwoStdout {
                     label: label.to_owned(),
                     other_label: other.label.clone(),
@@ -186,14 +196,15 @@ impl OutputPlan {
             }
             let same_name = name.is_some() && name == other.name;
             let same_file = kind.id().is_some() && kind.id() == other.kind.id();
-            // Several outputs may share a character device (`/dev/null`).
+            // Several outputs may share `/dev/null` (not a terminal: their
+            // lines would interleave).
             let shared_device = matches!(
                 kind,
                 Kind::InPlace {
                     char_device: true,
                     ..
                 }
-            );
+            ) && kind.id() == target::file_id(Path::new("/dev/null")).as_ref();
             if same_name || (same_file && !shared_device) {
                 return Err(OutputError::Duplicate {
                     label: label.to_owned(),
@@ -264,6 +275,7 @@ impl OutputPlan {
     /// The first error of creating or opening; what was created is
     /// removed.
     pub fn create(self) -> Result<OutputSet, OutputError> {
+        let mut notes = Vec::new();
         let mut pending = Vec::with_capacity(self.outputs.len());
         let mut writers = Vec::with_capacity(self.outputs.len());
         for out in self.outputs {
@@ -281,17 +293,30 @@ impl OutputPlan {
                     (Dest::Direct(file), None)
                 }
                 Kind::Replace {
-                    path, dir, missing, ..
+                    path,
+                    dir,
+                    missing,
+                    id,
                 } => {
-                    let (file, temporary) =
-                        temporary(path, dir).map_err(|source| OutputError::Io {
-                            path: out.given.clone(),
-                            source,
-                        })?;
+                    let io = |source| OutputError::Io {
+                        path: out.given.clone(),
+                        source,
+                    };
+                    let existing = match id {
+                        Some(_) => Some(std::fs::metadata(path).map_err(io)?),
+                        None => None,
+                    };
+                    notes.extend(stale::sweep(path, dir));
+                    let (file, temporary) = temporary(path, dir).map_err(io)?;
+                    let overwrite = match &existing {
+                        Some(old) => !keep_attributes(&file, path, old).map_err(io)?,
+                        None => false,
+                    };
                     let rename = Rename {
                         temporary,
                         to: path.clone(),
                         folder: missing.clone(),
+                        overwrite,
                     };
                     (Dest::Temporary(file), Some(rename))
                 }
@@ -307,16 +332,18 @@ impl OutputPlan {
                 rename: commit,
             });
         }
-        Ok(OutputSet { pending, writers })
+        Ok(OutputSet {
+            pending,
+            writers,
+            notes,
+        })
     }
 }
 
 /// A temporary file in `dir` for `path`, on the list of temporaries.
 fn temporary(path: &Path, dir: &Path) -> io::Result<(File, Temporary)> {
     let name = path.file_name().unwrap_or(path.as_os_str());
-    let mut prefix = std::ffi::OsString::from(".");
-    prefix.push(name);
-    prefix.push(".");
+    let prefix = stale::prefix(name);
     let mut builder = tempfile::Builder::new();
     builder.prefix(&prefix).suffix(".tmp");
     #[cfg(unix)]
@@ -329,7 +356,48 @@ fn temporary(path: &Path, dir: &Path) -> io::Result<(File, Temporary)> {
     let mut held = cleanup::hold();
     let (file, path) = builder.tempfile_in(dir)?.into_parts();
     let ticket = held.register(path.to_path_buf());
-    Ok((file, Temporary { path, ticket }))
+    let lock = stale::lock(&file);
+    Ok((file, Temporary { path, ticket, lock }))
+}
+
+/// Give the temporary file `file` the permissions and owner of the file
+/// `old` (at `path`) it replaces, as editors do; `false` when the rename
+/// would lose something that cannot be carried over, other hard links to
+/// `old` or an owner or group this process cannot give, and `old` can be
+/// written: it is then overwritten in place at the commit.
+///
+/// # Errors
+///
+/// The error of setting the permissions.
+#[cfg(unix)]
+fn keep_attributes(file: &File, path: &Path, old: &std::fs::Metadata) -> io::Result<bool> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let owner_kept = std::os::unix::fs::fchown(file, Some(old.uid()), Some(old.gid())).is_ok();
+    // Set-ID bits only go with the owner they were set for.
+    let mode = if owner_kept {
+        old.mode() & 0o7777
+    } else {
+        old.mode() & 0o777
+    };
+    file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    if owner_kept && old.nlink() <= 1 {
+        return Ok(true);
+    }
+    // Opened, not changed: can it be overwritten at the commit?
+    let writable = std::fs::OpenOptions::new().write(true).open(path).is_ok();
+    Ok(!writable)
+}
+
+/// Give the temporary file `file` the permissions of the file `old` it
+/// replaces; `true`: the rename loses nothing.
+///
+/// # Errors
+///
+/// The error of setting the permissions.
+#[cfg(not(unix))]
+fn keep_attributes(file: &File, _path: &Path, old: &std::fs::Metadata) -> io::Result<bool> {
+    file.set_permissions(old.permissions())?;
+    Ok(true)
 }
 
 /// A temporary file: removed when dropped.
@@ -338,6 +406,9 @@ struct Temporary {
     /// Removes the file when dropped (before the ticket is).
     path: tempfile::TempPath,
     ticket: cleanup::Ticket,
+    /// Holds the file's lock until it is renamed or removed, which tells
+    /// other runs it is in use ([`stale`]).
+    lock: Option<File>,
 }
 
 /// The rename that commits a regular file.
@@ -346,6 +417,9 @@ struct Rename {
     temporary: Temporary,
     to: PathBuf,
     folder: Option<PathBuf>,
+    /// Copy the contents over the existing file instead (it has other
+    /// hard links, or an owner the temporary file could not be given).
+    overwrite: bool,
 }
 
 /// One output of a set, as the set keeps it.
@@ -362,9 +436,18 @@ struct Pending {
 pub struct OutputSet {
     pending: Vec<Pending>,
     writers: Vec<OutputFile>,
+    notes: Vec<String>,
 }
 
 impl OutputSet {
+    /// What was found while creating the outputs: temporary files of the
+    /// same outputs left by runs that were killed (removed) or that are
+    /// still running (left alone), one line each.
+    #[must_use]
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
     /// The writers, in the order the outputs were added (once: later calls
     /// give none).
     pub fn writers(&mut self) -> Vec<OutputFile> {
@@ -381,7 +464,9 @@ impl OutputSet {
     /// not completed; the error of making a folder or renaming. The
     /// temporary files not yet renamed are removed.
     pub fn commit(self) -> Result<(), OutputError> {
-        let OutputSet { pending, writers } = self;
+        let OutputSet {
+            pending, writers, ..
+        } = self;
         drop(writers);
         if let Some(p) = pending.iter().find(|p| !p.done.load(Ordering::Acquire)) {
             return Err(OutputError::Incomplete {
@@ -417,7 +502,20 @@ fn rename_all(
         }
     }
     while let Some((given, r)) = renames.pop() {
-        let Temporary { path, ticket } = r.temporary;
+        // The lock goes with the iteration, after the rename.
+        let Temporary { path, ticket, lock } = r.temporary;
+        let _lock = lock;
+        if r.overwrite {
+            let copied = overwrite(&path, &r.to);
+            // Removes the temporary file.
+            drop(path);
+            held.release(ticket);
+            copied.map_err(|source| OutputError::Io {
+                path: given,
+                source,
+            })?;
+            continue;
+        }
         match path.persist(&r.to) {
             Ok(()) => held.release(ticket),
             Err(e) => {
@@ -432,6 +530,22 @@ fn rename_all(
         }
     }
     Ok(())
+}
+
+/// Copy the complete temporary file `from` over the existing file `to`,
+/// keeping `to` itself (its links, owner and permissions).
+///
+/// # Errors
+///
+/// The error of reading, writing or syncing.
+fn overwrite(from: &Path, to: &Path) -> io::Result<()> {
+    let mut src = File::open(from)?;
+    let mut dst = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(to)?;
+    io::copy(&mut src, &mut dst)?;
+    dst.sync_all()
 }
 
 /// Where an [`OutputFile`] writes.

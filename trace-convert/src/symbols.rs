@@ -30,6 +30,7 @@
 pub mod dwarf;
 pub mod inline;
 pub mod kallsyms;
+pub mod path_map;
 mod reader;
 
 use inline::{FnScopes, Hit, InlineNames};
@@ -124,6 +125,8 @@ pub struct Symbolizer {
     no_inline: bool,
     /// Names are kept as the files spell them ([`set_demangle`](Self::set_demangle)).
     raw_names: bool,
+    /// How source paths are written.
+    paths: path_map::PathMap,
     /// Some DWARF declares inlined subroutines.
     has_inlined: bool,
     /// Per function (same index): its inline scopes, once asked for.
@@ -210,6 +213,7 @@ impl Symbolizer {
                     .map(|(name, entry)| InlineSite {
                         name: self.inline_names.borrow_mut().intern((*name).to_owned()),
                         entry: *entry,
+                        first: *entry,
                     })
                     .collect();
                 inline::UnitScope::new(*lo, *hi, &sites)
@@ -340,7 +344,7 @@ impl Symbolizer {
                 }
             }
         }
-        match dwarf::DwarfInfo::load(&file) {
+        match dwarf::DwarfInfo::load(&file, &self.paths) {
             Ok(Some(d)) => {
                 self.has_inlined |= d.has_inlined();
                 self.dwarf.push(d);
@@ -363,15 +367,15 @@ impl Symbolizer {
     ///
     /// # Errors
     ///
-    /// [`SymbolError::Io`] when the file cannot be read (or is not a
-    /// regular file, or not text); [`SymbolError::Kallsyms`] when it is
-    /// not such a list.
+    /// [`SymbolError::Io`] when the file cannot be read (or is neither a
+    /// regular file nor a pipe, or is not text); [`SymbolError::Kallsyms`]
+    /// when it is not such a list.
     pub fn add_kallsyms(&mut self, path: &Path) -> Result<usize, SymbolError> {
         let io = |source| SymbolError::Io {
             path: path.to_path_buf(),
             source,
         };
-        let contents = trace_core::memory::Contents::map_path(path).map_err(io)?;
+        let contents = kallsyms::read(path).map_err(io)?;
         let text = std::str::from_utf8(contents.bytes()).map_err(|e| {
             io(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
@@ -428,6 +432,13 @@ impl Symbolizer {
     pub fn set_demangle(&mut self, on: bool) {
         self.raw_names = !on;
         self.inline_names.borrow_mut().raw = !on;
+    }
+
+    /// Write source paths as `paths` says (`/` separators, then its
+    /// rewrites; see [`path_map::PathMap`]); applies to the files added
+    /// after it.
+    pub fn set_path_map(&mut self, paths: path_map::PathMap) {
+        self.paths = paths;
     }
 
     /// Show inlined functions as frames (the default) or not: when off,
@@ -525,6 +536,32 @@ impl Symbolizer {
             }
         }
         FnScopes::default()
+    }
+
+    /// Every inlined copy of a function in the code of the functions
+    /// known (reading the DWARF of all of them): its name and where it is
+    /// entered ([`InlineSite::first`]), each copy once, in address order. Empty when inlined functions are not shown
+    /// ([`set_inline_scopes`](Self::set_inline_scopes)).
+    #[must_use]
+    pub fn inlined_copies(&self) -> Vec<(String, u32)> {
+        if !self.has_inline_scopes() {
+            return Vec::new();
+        }
+        let mut copies = std::collections::BTreeSet::new();
+        for (i, f) in self.functions.iter().enumerate() {
+            let next = self.functions.get(i + 1).map_or(u32::MAX, |n| n.start);
+            let Some(cell) = self.scopes.get(i) else {
+                continue;
+            };
+            let table = cell.get_or_init(|| self.read_scopes(f, f.end.min(next)));
+            for site in table.sites() {
+                copies.insert((site.first, site.name));
+            }
+        }
+        copies
+            .into_iter()
+            .map(|(entry, name)| (self.inline_name(name), entry))
+            .collect()
     }
 
     /// The name of an inlined function ([`InlineSite::name`]), as DWARF

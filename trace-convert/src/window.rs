@@ -79,7 +79,7 @@ pub enum WindowError {
         clock: &'static str,
     },
     /// `--until` is not after `--since`.
-    #[error("--until ({until} ticks) is not after --since ({since} ticks): the window is empty")]
+    #[error("--until ({until} ticks) is not after --since ({since} ticks; 0, the start of the trace, when not given): the window is empty")]
     Empty {
         /// `--since` in ticks.
         since: u64,
@@ -198,7 +198,10 @@ impl WindowSpec {
             Some(t) => t.ticks(clock)?,
             None => u64::MAX,
         };
-        if until <= since {
+        // `--since` alone may lie past the trace (even past what the
+        // ticks can count): the window then keeps nothing, as the summary
+        // says; only an `--until` can contradict it.
+        if self.until.is_some() && until <= since {
             return Err(WindowError::Empty { since, until });
         }
         let mut ids = [self.ids.is_empty(); 256];
@@ -484,6 +487,22 @@ mod tests {
         ));
         assert!(WindowSpec::default().is_everything());
         assert!(WindowSpec::default().on(&c).is_ok());
+    }
+
+    #[test]
+    fn a_since_past_what_ticks_count_alone_is_no_error() {
+        // 99999999999 s at 1 GHz is past u64::MAX ticks.
+        let c = clock(ClockKind::Cycles, Some(1e9));
+        let spec = WindowSpec {
+            since: Some("99999999999s".parse().expect("a time")),
+            ..WindowSpec::default()
+        };
+        assert!(spec.on(&c).is_ok(), "{:?}", spec.on(&c).err());
+        let both = WindowSpec {
+            until: Some("99999999999s".parse().expect("a time")),
+            ..spec
+        };
+        assert!(matches!(both.on(&c), Err(WindowError::Empty { .. })));
     }
 
     #[test]

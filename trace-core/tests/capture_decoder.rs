@@ -163,3 +163,46 @@ fn a_read_error_is_reported() {
     assert!(matches!(pulled.next(), Some(Err(_))));
     assert!(pulled.next().is_none());
 }
+
+#[test]
+fn random_frames_hold_room_for_one_chunk_of_events_not_one_per_trace_id() {
+    // Bytes from a fixed generator (xorshift) read as formatted frames of
+    // every trace ID: a hundred IDs in each chunk, each with few events
+    // (here none: no A-sync comes up).
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let bytes: Vec<u8> = (0..1 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    let memory: Arc<dyn MemoryImage> = Arc::new(MemoryMap::new());
+    let template = ETM.decoder_config(Protocol::Etmv3, 0x10).expect("ETM");
+    let mut d = CaptureDecoder::builder(FrameMode::Memory)
+        .options(DecodeOptions::chosen_jobs(2))
+        .any_id(template)
+        .memory(0x10, Arc::clone(&memory))
+        .build();
+    let (events, summary) = run(&mut d, &bytes[..]);
+    assert!(summary.parsed.len() > 50, "{} IDs", summary.parsed.len());
+    let stats = d.parallel_stats();
+    assert!(stats.chunks > 4, "{stats:?}");
+    // One chunk's room (64 Ki events), what its other sources grew to
+    // hold and the spare buffers they took (6 at most on two threads):
+    // not 64 Ki events for each of a hundred IDs.
+    let chunk_events = 64 << 10;
+    assert!(
+        stats.largest_chunk_room <= 7 * chunk_events,
+        "{stats:?} ({} events in all)",
+        events.len()
+    );
+    // The same events as one thread.
+    let mut one = CaptureDecoder::builder(FrameMode::Memory)
+        .options(DecodeOptions::with_jobs(1))
+        .any_id(template)
+        .memory(0x10, memory)
+        .build();
+    assert_eq!(run(&mut one, &bytes[..]).0, events);
+}

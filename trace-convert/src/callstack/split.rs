@@ -8,9 +8,11 @@
 //! 4 bytes in A32, decoded again from the memory image in T32 (without
 //! one, a T32 range stays whole). Only the last piece keeps what the
 //! range says of its last instruction (class, link, return, condition,
-//! executed, cycles); the others end in a plain instruction that executed,
-//! with no cycles. Other events, and ranges inside one chain, are one
-//! piece: themselves.
+//! executed); the others end in a plain instruction that executed. The
+//! range's cycles are shared over its instructions:
+//! each piece carries its instructions' share, so inlined code is not
+//! left without cycles. Other events, and ranges inside one chain, are
+//! one piece: themselves.
 
 use crate::fast_map::FastMap;
 use crate::symbols::{InlineScope, Symbolizer};
@@ -48,13 +50,14 @@ pub fn pieces(e: &Event, memory: Option<&dyn MemoryImage>, symbols: &Symbolizer)
             let first = symbols.inline_scope(r.start);
             if r.end > first.hi {
                 if let Some(v) = split(r, first, memory, symbols) {
-                    let events: Vec<Event> = v
+                    let mut events: Vec<Event> = v
                         .into_iter()
                         .map(|p| Event {
                             kind: EventKind::Range(p),
                             ..*e
                         })
                         .collect();
+                    share_cycles(r, &mut events);
                     return Pieces::Many(events.into_iter());
                 }
             }
@@ -157,12 +160,45 @@ impl SplitCache {
                     }
                 }),
         );
+        share_cycles(r, out);
         true
     }
 }
 
+/// Share the cycles of `whole` over `pieces`, the ranges it was cut into,
+/// in proportion to their instructions: the pieces' instructions up to
+/// and including piece `i` carry `cycles * before_and_i / count`
+/// (rounded down), so the shares add up to the range's cycles exactly.
+/// A range without cycles leaves every piece without.
+fn share_cycles(whole: &Range, pieces: &mut [Event]) {
+    let Some(cycles) = whole.cycles else {
+        for p in pieces.iter_mut() {
+            if let EventKind::Range(r) = &mut p.kind {
+                r.cycles = None;
+            }
+        }
+        return;
+    };
+    let total = u64::from(pieces.iter().fold(0u32, |n, p| match &p.kind {
+        EventKind::Range(r) => n.saturating_add(r.count),
+        _ => n,
+    }))
+    .max(1);
+    let (mut seen, mut given) = (0u64, 0u64);
+    for p in pieces.iter_mut() {
+        if let EventKind::Range(r) = &mut p.kind {
+            seen += u64::from(r.count);
+            let upto = u64::from(cycles) * seen.min(total) / total;
+            // `upto` never exceeds `cycles`, a u32.
+            r.cycles = Some(u32::try_from(upto - given).unwrap_or(u32::MAX));
+            given = upto;
+        }
+    }
+}
+
 /// A piece of `r` before its last: `count` instructions from `start` to
-/// `end`, ending in a plain instruction that executed, with no cycles.
+/// `end`, ending in a plain instruction that executed (its cycles are
+/// shared out over the pieces afterwards).
 fn inner_piece(r: &Range, start: u32, end: u32, count: u32, last_size: u8) -> Range {
     Range {
         start,
@@ -303,16 +339,64 @@ mod tests {
         );
         for p in &got[..4] {
             assert_eq!(
-                (p.last, p.link, p.cond, p.executed, p.cycles),
-                (InsnClass::Other, false, false, true, None)
+                (p.last, p.link, p.cond, p.executed),
+                (InsnClass::Other, false, false, true)
             );
         }
         let last = got.last().expect("pieces");
         assert_eq!(
-            (last.last, last.link, last.cond, last.cycles),
-            (InsnClass::Branch, true, true, Some(9))
+            (last.last, last.link, last.cond),
+            (InsnClass::Branch, true, true)
         );
         assert_eq!(got.iter().map(|r| r.count).sum::<u32>(), 8);
+        // The range's 9 cycles over its 8 instructions: the pieces up to
+        // each cut carry 9 * 2/8, 9 * 4/8, 9 * 5/8, 9 * 6/8 and 9 cycles.
+        let cycles: Vec<Option<u32>> = got.iter().map(|r| r.cycles).collect();
+        assert_eq!(cycles, [Some(2), Some(2), Some(1), Some(1), Some(3)]);
+    }
+
+    #[test]
+    fn cycles_are_shared_whole_and_absent_ones_stay_absent() {
+        let s = symbols();
+        for (cycles, want) in [
+            (Some(0), vec![Some(0); 5]),
+            (Some(1), vec![Some(0), Some(0), Some(0), Some(0), Some(1)]),
+            (
+                Some(u32::MAX),
+                vec![
+                    Some(1_073_741_823),
+                    Some(1_073_741_824),
+                    Some(536_870_912),
+                    Some(536_870_912),
+                    Some(1_073_741_824),
+                ],
+            ),
+            (None, vec![None; 5]),
+        ] {
+            let mut r = range(0x108, 8, Isa::A32);
+            r.cycles = cycles;
+            let e = event(r);
+            let mut cache = SplitCache::default();
+            for got in [
+                pieces(&e, None, &s).collect::<Vec<_>>(),
+                cache.pieces(&e, None, &s).collect(),
+            ] {
+                let got: Vec<Option<u32>> = got
+                    .iter()
+                    .map(|p| match p.kind {
+                        EventKind::Range(r) => r.cycles,
+                        _ => panic!("a range"),
+                    })
+                    .collect();
+                assert_eq!(got, want, "{cycles:?}");
+                if let Some(c) = cycles {
+                    assert_eq!(
+                        got.iter().flatten().map(|&x| u64::from(x)).sum::<u64>(),
+                        u64::from(c)
+                    );
+                }
+            }
+        }
     }
 
     #[test]

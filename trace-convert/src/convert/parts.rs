@@ -19,6 +19,8 @@ use trace_core::memory::MemoryImage;
 /// when the calling thread is not handed the events.
 struct ConvertParts {
     sink: Arc<dyn Parts>,
+    /// Per trace ID: its cycles are ignored ([`Converter::ignore_cycles`]).
+    no_cycles: Box<[bool; 256]>,
     /// The calling thread is handed the events too (call stacks are
     /// built).
     keep: bool,
@@ -30,6 +32,8 @@ struct ConvertPart {
     /// Counters, and the offset of the last event, when the events are
     /// not handed on.
     report: Option<(IdReport, u64)>,
+    /// Its source's cycles are ignored.
+    no_cycles: bool,
 }
 
 /// What a [`ConvertPart`] gives the calling thread.
@@ -42,7 +46,11 @@ impl Part for ConvertPart {
     #[inline]
     fn event(&mut self, event: &Event) {
         if let Some((r, last)) = self.report.as_mut() {
-            r.count(event);
+            if self.no_cycles {
+                r.count_ignoring_cycles(event);
+            } else {
+                r.count(event);
+            }
             *last = event.offset;
         }
         self.sink.event(event);
@@ -61,6 +69,7 @@ impl Parts for ConvertParts {
         Some(Box::new(ConvertPart {
             sink: self.sink.part(id)?,
             report: (!self.keep).then(|| (IdReport::default(), 0)),
+            no_cycles: self.no_cycles[usize::from(id)],
         }))
     }
 
@@ -93,7 +102,11 @@ impl Converter<'_> {
         if plain.next().is_some() {
             return None;
         }
+        // The sink's parts see the events as decoded (coverage reads no
+        // cycles); the counters made beside them ignore the cycles of the
+        // sources that are not cycle-accurate.
         Some(Arc::new(ConvertParts {
+            no_cycles: self.no_cycles.clone(),
             sink: sink.decode_parts()?,
             keep: self.report.stacks_built,
         }))

@@ -24,6 +24,7 @@ pub mod folder;
 pub mod ini;
 pub mod kind;
 pub mod memory;
+pub mod name_index;
 pub mod perf;
 pub mod refine;
 pub mod saved;
@@ -44,6 +45,9 @@ pub enum InputError {
     /// The input path does not exist.
     #[error("{0}: no such file or directory")]
     NotFound(PathBuf),
+    /// The input is a folder without `snapshot.ini`.
+    #[error("{0}: a folder, but not a trace snapshot folder (it holds no snapshot.ini); give a snapshot folder, a capture file or a perf.data recording")]
+    NotASnapshot(PathBuf),
     /// The snapshot directory is broken.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),

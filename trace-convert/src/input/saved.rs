@@ -61,7 +61,8 @@ pub fn open(path: &Path) -> Result<Input, InputError> {
                 s.0 = true;
                 s.1 |= r.cycles.is_some();
             }
-            EventKind::CycleCount(_) => s.1 = true,
+            // A source whose cycles were ignored saved them as 0.
+            EventKind::CycleCount(n) => s.1 |= n > 0,
             EventKind::Timestamp { .. } => s.2 = true,
             _ => {}
         }

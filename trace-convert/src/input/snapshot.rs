@@ -5,6 +5,7 @@
 
 use super::folder::{is_escape, relative, Folder};
 use super::ini::{parse_u64, Ini, IniError, Section};
+use super::name_index::NameIndex;
 use super::shown::shown;
 use super::source::{CaptureSpec, Protocol, SourceSpec};
 use super::{Input, InputError, Kind};
@@ -176,6 +177,11 @@ pub struct Snapshot {
     /// What was repeated, overlaps or is left unused, and the rule applied
     /// (printable: control characters escaped).
     pub notes: Vec<String>,
+    /// [`devices`](Self::devices) by name, for [`Snapshot::device`].
+    pub device_index: NameIndex,
+    /// [`core_sources`](Self::core_sources) by source, for
+    /// [`Snapshot::core_of`].
+    pub source_index: NameIndex,
 }
 
 /// The snapshot directory `dir` as an input: one capture per trace
@@ -183,9 +189,13 @@ pub struct Snapshot {
 ///
 /// # Errors
 ///
+/// [`InputError::NotASnapshot`] for a folder without `snapshot.ini`,
 /// [`InputError::Snapshot`] when the snapshot is broken,
 /// [`InputError::NoBuffers`] when it names no trace buffer.
 pub fn open(dir: &Path) -> Result<Input, InputError> {
+    if std::fs::symlink_metadata(dir.join("snapshot.ini")).is_err() {
+        return Err(InputError::NotASnapshot(dir.to_path_buf()));
+    }
     let snap = Snapshot::read(dir)?;
     let captures = CaptureSpec::from_snapshot(&snap);
     if captures.is_empty() {
@@ -282,6 +292,8 @@ impl Snapshot {
             core_sources: Vec::new(),
             timestamp_hz: None,
             notes,
+            device_index: NameIndex::default(),
+            source_index: NameIndex::default(),
         };
         if let Some(meta) = ini.section("trace").and_then(|s| s.get("metadata")) {
             let trace_rel = inside(&top, meta)?;
@@ -304,17 +316,36 @@ impl Snapshot {
                 path: trace_path.clone(),
                 what: "[trace_buffers] buffers".into(),
             })?;
+        // Sections already read (`buffers=` lists section names, and a
+        // section's `name=` may differ from it), and the section of each
+        // buffer kept.
+        let mut seen: Vec<&str> = Vec::new();
+        let mut kept: Vec<&str> = Vec::new();
         let mut repeated: BTreeMap<&str, usize> = BTreeMap::new();
         for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            if self.buffers.iter().any(|b| b.name == name) {
+            if seen.contains(&name) {
                 *repeated.entry(name).or_default() += 1;
                 continue;
             }
+            seen.push(name);
             let sec = trace.section(name).ok_or_else(|| SnapshotError::Missing {
                 path: trace_path.clone(),
                 what: format!("[{0}] section for buffer {0}", shown(name)),
             })?;
-            self.buffers.push(read_buffer(&dir, &trace_path, sec)?);
+            let buffer = read_buffer(&dir, &trace_path, sec)?;
+            if let Some(at) = self.buffers.iter().position(|b| b.name == buffer.name) {
+                self.notes.push(format!(
+                    "{}: sections [{}] and [{}] both describe buffer {}: it is decoded once, from [{}]",
+                    trace_path.display(),
+                    shown(kept[at]),
+                    shown(name),
+                    shown(&buffer.name),
+                    shown(kept[at]),
+                ));
+                continue;
+            }
+            self.buffers.push(buffer);
+            kept.push(name);
         }
         for (name, n) in repeated {
             self.notes.push(format!(
@@ -371,7 +402,10 @@ impl Snapshot {
     /// The device called `name`.
     #[must_use]
     pub fn device(&self, name: &str) -> Option<&Device> {
-        self.devices.iter().find(|d| d.name == name)
+        let at = self
+            .device_index
+            .find(&self.devices, name, |d| d.name.as_str())?;
+        self.devices.get(at)
     }
 
     /// The buffer called `name`.
@@ -383,9 +417,11 @@ impl Snapshot {
     /// The core a trace source traces, when `[core_trace_sources]` says.
     #[must_use]
     pub fn core_of(&self, source: &str) -> Option<&Device> {
+        let at = self
+            .source_index
+            .find(&self.core_sources, source, |(_, s)| s.as_str())?;
         self.core_sources
-            .iter()
-            .find(|(_, s)| s == source)
+            .get(at)
             .and_then(|(core, _)| self.device(core))
     }
 }

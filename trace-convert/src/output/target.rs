@@ -46,6 +46,9 @@ pub(crate) enum Kind {
         /// A character device (which several outputs may share, as
         /// `/dev/null`).
         char_device: bool,
+        /// It names standard output's descriptor (`/dev/stdout`,
+        /// `/dev/fd/1`, `/proc/self/fd/1`).
+        stdout: bool,
     },
     /// A regular file, existing or not, written under a temporary name in
     /// `dir` and renamed to `path` at the end.
@@ -64,6 +67,23 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
+    /// Whether this output writes to standard output: `-`, a descriptor
+    /// link to it (`/dev/stdout`, `/proc/self/fd/1`), or the very pipe or
+    /// file standard output writes (`stdout`: its identity) other than a
+    /// character device (a terminal, `/dev/null`, which many may share).
+    pub(crate) fn is_stdout(&self, stdout: Option<&FileId>) -> bool {
+        match self {
+            Kind::Stdout => true,
+            Kind::InPlace { stdout: true, .. } => true,
+            Kind::InPlace {
+                char_device: true, ..
+            } => false,
+            Kind::InPlace { id, .. } | Kind::Replace { id, .. } => {
+                id.is_some() && id.as_ref() == stdout
+            }
+        }
+    }
+
     /// The identity of the existing file this output writes, if any.
     pub(crate) fn id(&self) -> Option<&FileId> {
         match self {
@@ -101,6 +121,34 @@ fn absent(e: &io::Error) -> bool {
 /// Paths whose links lead to an open descriptor rather than to a file.
 fn is_descriptor_path(p: &Path) -> bool {
     p.starts_with("/proc") || p.starts_with("/dev/fd")
+}
+
+/// Whether `p` (links followed up to a descriptor path) names this
+/// process's standard output descriptor, 1.
+fn names_stdout(p: &Path) -> bool {
+    let pid = std::process::id().to_string();
+    let fd1 = |dir: &Path| p == dir.join("1");
+    p == Path::new("/dev/stdout")
+        || fd1(Path::new("/dev/fd"))
+        || fd1(Path::new("/proc/self/fd"))
+        || fd1(Path::new("/proc/thread-self/fd"))
+        || fd1(&Path::new("/proc").join(pid).join("fd"))
+}
+
+/// The identity of what standard output writes to, when it is open.
+#[cfg(unix)]
+pub(crate) fn stdout_id() -> Option<FileId> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let fd = io::stdout().as_fd().try_clone_to_owned().ok()?;
+    let meta = fs::File::from(fd).metadata().ok()?;
+    Some((meta.dev(), meta.ino()))
+}
+
+/// The identity of what standard output writes to, when it is open.
+#[cfg(not(unix))]
+pub(crate) fn stdout_id() -> Option<FileId> {
+    None
 }
 
 /// Resolve the output path `given` (not `-`): follow its symbolic links to
@@ -160,6 +208,7 @@ fn in_place(open: &Path, p: &Path) -> Result<Kind, Problem> {
                 open: open.to_path_buf(),
                 id: None,
                 char_device: false,
+                stdout: names_stdout(p),
             })
         }
         Err(e) => return Err(Problem::Io(e)),
@@ -185,6 +234,7 @@ fn in_place(open: &Path, p: &Path) -> Result<Kind, Problem> {
         open: open.to_path_buf(),
         id: file_id(p),
         char_device,
+        stdout: names_stdout(p),
     })
 }
 

@@ -215,6 +215,32 @@ fn one_output_at_most_on_standard_output() {
     assert!(matches!(err, OutputError::TwoStdout { .. }), "{err}");
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn standard_output_however_spelled_is_one_output() {
+    let spellings = ["-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"];
+    for a in spellings {
+        for b in spellings {
+            let mut plan = OutputPlan::new();
+            plan.add("--folded", Path::new(a), false).expect(a);
+            let err = plan
+                .add("--chrome", Path::new(b), false)
+                .expect_err("two outputs on standard output");
+            assert!(
+                matches!(err, OutputError::TwoStdout { .. }),
+                "{a} {b}: {err}"
+            );
+        }
+    }
+    // Several outputs may still share /dev/null.
+    let mut plan = OutputPlan::new();
+    plan.add("--folded", Path::new("/dev/null"), false)
+        .expect("null");
+    plan.add("--chrome", Path::new("/dev/null"), false)
+        .expect("null again");
+    plan.add("--lcov", Path::new("-"), false).expect("-");
+}
+
 #[test]
 fn an_output_that_is_an_input_is_refused() {
     let d = scratch("inputs");
@@ -289,6 +315,15 @@ fn devices_are_written_in_place_and_may_be_shared() {
         m.file_type().is_char_device(),
         "/dev/null is still a device"
     );
+    // Another device (a terminal would interleave the outputs' lines) is
+    // one output's.
+    let zero = Path::new("/dev/zero");
+    if fs::metadata(zero).is_ok_and(|m| m.file_type().is_char_device()) {
+        let mut plan = OutputPlan::new();
+        plan.add("--chrome", zero, false).expect("zero");
+        let err = plan.add("--folded", zero, false).expect_err("shared");
+        assert!(matches!(err, OutputError::Duplicate { .. }), "{err}");
+    }
 }
 
 #[cfg(unix)]
@@ -312,5 +347,50 @@ fn new_files_get_the_usual_permissions() {
         .permissions()
         .mode();
     assert_eq!(got, want);
+    fs::remove_dir_all(&d).ok();
+}
+
+/// Write `bytes` as the one output `path` and commit.
+fn rewrite(path: &Path, bytes: &[u8]) {
+    let mut plan = OutputPlan::new();
+    plan.add("--out", path, false).expect("plan");
+    let mut set = plan.create().expect("create");
+    write_and_complete(set.writers().pop().expect("writer"), bytes);
+    set.commit().expect("commit");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_rewritten_file_keeps_its_permissions_and_links() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let d = scratch("keep");
+    let f = d.join("private.folded");
+    fs::write(&f, "old").expect("old");
+    fs::set_permissions(&f, fs::Permissions::from_mode(0o600)).expect("chmod");
+    rewrite(&f, b"new");
+    let meta = fs::metadata(&f).expect("meta");
+    assert_eq!(meta.mode() & 0o7777, 0o600, "mode {:o}", meta.mode());
+    assert_eq!(fs::read(&f).expect("read"), b"new");
+    // A group-writable file stays so.
+    fs::set_permissions(&f, fs::Permissions::from_mode(0o664)).expect("chmod");
+    rewrite(&f, b"newer");
+    assert_eq!(fs::metadata(&f).expect("meta").mode() & 0o7777, 0o664);
+
+    // A file with another hard link stays one file with it.
+    let link = d.join("link.folded");
+    fs::hard_link(&f, &link).expect("hard link");
+    let inode = fs::metadata(&f).expect("meta").ino();
+    rewrite(&f, b"through the link");
+    assert_eq!(fs::metadata(&f).expect("meta").ino(), inode);
+    assert_eq!(fs::read(&link).expect("link"), b"through the link");
+    assert_eq!(
+        names(&d),
+        ["link.folded", "private.folded"],
+        "no temporary left"
+    );
+    // A new file gets the usual mode (0666 less the umask), not 0600.
+    let new = d.join("new.folded");
+    rewrite(&new, b"x");
+    assert_ne!(fs::metadata(&new).expect("meta").mode() & 0o077, 0);
     fs::remove_dir_all(&d).ok();
 }

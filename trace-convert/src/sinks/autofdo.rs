@@ -31,6 +31,8 @@ pub struct AutofdoSink<W: Output> {
     /// where it went.
     pending: Box<[Option<u32>; 256]>,
     calls: HashMap<(u32, u32), u64>,
+    /// Why the profile written was empty.
+    empty: Option<String>,
 }
 
 impl<W: Output> std::fmt::Debug for AutofdoSink<W> {
@@ -51,6 +53,7 @@ impl<W: Output> AutofdoSink<W> {
             coverage: Coverage::new(memory),
             pending: Box::new([None; 256]),
             calls: HashMap::new(),
+            empty: None,
         }
     }
 
@@ -118,7 +121,34 @@ impl<W: Output> Sink for AutofdoSink<W> {
     }
 
     fn finish(&mut self, _info: &RunInfo) -> io::Result<()> {
-        self.profile().write(&mut self.out)?;
+        let profile = self.profile();
+        profile.write(&mut self.out)?;
+        if profile.functions.values().all(|p| p.total() == 0) {
+            let ran: u64 = self.coverage.instructions().iter().map(|i| i.reached).sum();
+            self.empty = Some(why_empty(&self.dwarf, ran, &profile));
+        }
         self.out.complete()
     }
+
+    fn notes(&self) -> Vec<String> {
+        self.empty.iter().cloned().collect()
+    }
+}
+
+/// Why a profile of `ran` instructions executed, described by `dwarf`,
+/// came out empty.
+fn why_empty(dwarf: &ProfileDwarf, ran: u64, profile: &Profile) -> String {
+    let why = if ran == 0 {
+        "no instruction was handed to it (none was decoded, or none in the window)".to_owned()
+    } else if dwarf.is_empty() {
+        "the --elf files have no DWARF functions (build with -g and give the ELF file that ran)"
+            .to_owned()
+    } else {
+        let left = &profile.left_out;
+        format!(
+            "of {ran} instructions executed, {} ran outside every function the DWARF describes and {} on no line (is the --elf file the program that ran?)",
+            left.no_function, left.no_line
+        )
+    };
+    format!("the profile is empty: {why}")
 }

@@ -12,14 +12,22 @@
 //!   thread traced on a second core gets a second track, `tid` above 2^32,
 //!   named `thread on core`).
 //! - Every frame of the reconstructed call stack is a `B`/`E` pair named
-//!   by its function, category its [`FrameKind`]; every `B` gets its `E`
-//!   (open frames close at the end of the trace). Within a thread the
+//!   by its function, category its [`FrameKind`], `args` its entry
+//!   address; the `E` repeats the `B`'s name, category and `args` (what
+//!   speedscope needs to pair them; Perfetto and chrome://tracing pair
+//!   them by nesting). Every `B` gets its `E` (open frames close at the
+//!   end of the trace). A slice that ends at the time it began (on the
+//!   written, nanosecond timestamps) is left out: it has no width to
+//!   draw, and speedscope cannot nest it in a slice begun at that time
+//!   too. The folded stacks and the report still count its instructions. Within a thread the
 //!   timestamps never decrease and the pairs nest. An inferred caller (a
 //!   return out of the outermost frame) begins where the trace first
 //!   shows it, at the return; the folded stacks put it under what ran
 //!   before, see [`crate::sinks::folded`].
-//! - Exceptions, trace gaps, trace-on, memory-not-accessible addresses
-//!   are thread-scoped instant events (`i`). Identical instants of a
+//! - Exceptions (named by their core's profile: `IRQ`, `SVC`, on
+//!   M-profile `SysTick`, see [`Profile`]), trace gaps, trace-on,
+//!   memory-not-accessible addresses are thread-scoped instant events
+//!   (`i`). Identical instants of a
 //!   thread while its stack does not change are one instant at the time of
 //!   the first, with `args` `count` (how many) and `last_ts` (the time of
 //!   the last) when there are several (see [`super::coalesce`]).
@@ -32,6 +40,7 @@ use super::coalesce::{Held, Instants};
 use crate::clock::ClockInfo;
 use crate::fast_map::{FastMap, FastSet};
 use crate::input::source::Task;
+use crate::profile::Profile;
 use crate::sinks::context::core_name;
 use crate::sinks::{EventCtx, Flow, Interest, NoParts, Output, RunInfo, Sink, ThreadKey};
 use std::io;
@@ -45,6 +54,8 @@ pub struct ChromeSink<W: Output> {
     pids: FastMap<Option<u32>, u64>,
     known: FastMap<ThreadKey, (u64, u64)>,
     names: FastMap<u8, String>,
+    /// The profile of each source's core, by trace ID.
+    profiles: FastMap<u8, Profile>,
     /// The Linux threads of the run, by thread ID.
     tasks: FastMap<u32, Task>,
     /// The Linux processes and threads whose names are written.
@@ -52,6 +63,9 @@ pub struct ChromeSink<W: Output> {
     task_tids: FastSet<(u64, u64)>,
     /// Instants held until their thread's stack changes.
     instants: Instants,
+    /// Per thread, the `B` lines of slices begun at one time and not
+    /// written yet (see [`Begun`]).
+    begun: FastMap<ThreadKey, Begun>,
     /// Each function's name as a JSON string, by its id.
     json_names: Vec<Option<Box<[u8]>>>,
     /// The line being written.
@@ -69,10 +83,12 @@ impl<W: Output> ChromeSink<W> {
             pids: FastMap::default(),
             known: FastMap::default(),
             names: FastMap::default(),
+            profiles: FastMap::default(),
             tasks: FastMap::default(),
             task_pids: FastSet::default(),
             task_tids: FastSet::default(),
             instants: Instants::default(),
+            begun: FastMap::default(),
             json_names: Vec::new(),
             line: Vec::with_capacity(256),
             ts: Vec::with_capacity(32),
@@ -96,6 +112,7 @@ impl<W: Output> ChromeSink<W> {
         let mut ts = Vec::with_capacity(32);
         for h in held {
             write_ts(&mut ts, clock, h.time);
+            self.write_begun(thread, Some(&ts))?;
             self.instant_line(pid, tid, &ts, &h.name);
             if h.count > 1 {
                 let l = &mut self.line;
@@ -110,6 +127,32 @@ impl<W: Output> ChromeSink<W> {
             self.sep()?;
             self.out.write_all(&self.line)?;
         }
+        Ok(())
+    }
+
+    /// Write the `B` lines `thread` holds, unless they were begun at `ts`
+    /// (`None`: whenever they were begun).
+    fn write_begun(&mut self, thread: ThreadKey, ts: Option<&[u8]>) -> io::Result<()> {
+        let Some(begun) = self.begun.get_mut(&thread) else {
+            return Ok(());
+        };
+        if begun.ends.is_empty() || ts.is_some_and(|ts| ts == begun.ts.as_slice()) {
+            return Ok(());
+        }
+        let mut from = 0;
+        for &end in &begun.ends {
+            if self.first {
+                self.first = false;
+                self.out.write_all(b"\n")?;
+            } else {
+                self.out.write_all(b",\n")?;
+            }
+            self.out
+                .write_all(begun.lines.get(from..end).unwrap_or_default())?;
+            from = end;
+        }
+        begun.lines.clear();
+        begun.ends.clear();
         Ok(())
     }
 
@@ -225,50 +268,98 @@ impl<W: Output> ChromeSink<W> {
         tid: u64,
         ts: &[u8],
     ) -> io::Result<()> {
-        if !ctx.closed.is_empty() {
-            let l = &mut self.line;
-            l.clear();
-            l.extend_from_slice(br#"{"ph":"E","pid":"#);
-            push_int(l, pid);
-            l.extend_from_slice(br#","tid":"#);
-            push_int(l, tid);
-            l.extend_from_slice(br#","ts":"#);
-            l.extend_from_slice(ts);
-            l.push(b'}');
-            for _ in ctx.closed {
-                self.sep()?;
-                self.out.write_all(&self.line)?;
+        let thread = ctx.thread;
+        self.write_begun(thread, Some(ts))?;
+        for f in ctx.closed {
+            // A slice begun at this very time: neither line is written.
+            if self.begun.get_mut(&thread).is_some_and(Begun::pop) {
+                continue;
             }
+            self.slice_line(b'E', pid, tid, ts, ctx, f);
+            self.sep()?;
+            self.out.write_all(&self.line)?;
         }
         if let Some(name) = name {
             self.instant(pid, tid, ts, &name)?;
         }
-        for f in ctx.opened {
-            let at = f.func.0 as usize;
-            if self.json_names.len() <= at {
-                self.json_names.resize(at + 1, None);
+        if !ctx.opened.is_empty() {
+            let mut begun = self.begun.remove(&thread).unwrap_or_default();
+            if begun.ends.is_empty() {
+                begun.ts.clear();
+                begun.ts.extend_from_slice(ts);
             }
-            let name = self.json_names[at]
-                .get_or_insert_with(|| json_str(ctx.name(f)).into_bytes().into_boxed_slice());
-            let l = &mut self.line;
-            l.clear();
-            l.extend_from_slice(br#"{"ph":"B","pid":"#);
-            push_int(l, pid);
-            l.extend_from_slice(br#","tid":"#);
-            push_int(l, tid);
-            l.extend_from_slice(br#","ts":"#);
-            l.extend_from_slice(ts);
-            l.extend_from_slice(br#","cat":""#);
-            l.extend_from_slice(f.kind.name().as_bytes());
-            l.extend_from_slice(br#"","name":"#);
-            l.extend_from_slice(name);
-            l.extend_from_slice(br#","args":{"entry":"#);
-            push_hex_str(l, f.entry);
-            l.extend_from_slice(b"}}");
-            self.sep()?;
-            self.out.write_all(&self.line)?;
+            for f in ctx.opened {
+                self.slice_line(b'B', pid, tid, ts, ctx, f);
+                begun.lines.extend_from_slice(&self.line);
+                begun.ends.push(begun.lines.len());
+            }
+            self.begun.insert(thread, begun);
         }
         Ok(())
+    }
+
+    /// The `B` or `E` line of frame `f` at `ts`, in `self.line`. Both
+    /// carry the frame's name, category and `args`: an `E` names the slice
+    /// it ends, as speedscope requires (it pairs ends with begins by name
+    /// and arguments, and refuses an end without them).
+    fn slice_line(
+        &mut self,
+        ph: u8,
+        pid: u64,
+        tid: u64,
+        ts: &[u8],
+        ctx: &EventCtx<'_>,
+        f: &crate::callstack::Frame,
+    ) {
+        let at = f.func.0 as usize;
+        if self.json_names.len() <= at {
+            self.json_names.resize(at + 1, None);
+        }
+        let name = self.json_names[at]
+            .get_or_insert_with(|| json_str(ctx.name(f)).into_bytes().into_boxed_slice());
+        let l = &mut self.line;
+        l.clear();
+        l.extend_from_slice(br#"{"ph":""#);
+        l.push(ph);
+        l.extend_from_slice(br#"","pid":"#);
+        push_int(l, pid);
+        l.extend_from_slice(br#","tid":"#);
+        push_int(l, tid);
+        l.extend_from_slice(br#","ts":"#);
+        l.extend_from_slice(ts);
+        l.extend_from_slice(br#","cat":""#);
+        l.extend_from_slice(f.kind.name().as_bytes());
+        l.extend_from_slice(br#"","name":"#);
+        l.extend_from_slice(name);
+        l.extend_from_slice(br#","args":{"entry":"#);
+        push_hex_str(l, f.entry);
+        l.extend_from_slice(b"}}");
+    }
+}
+
+/// The `B` lines of a thread's slices begun at one time (`ts`, as
+/// written), held until the thread's next line at a later time: a slice
+/// that ends at the time it began is left out whole. Such a slice has
+/// nothing to draw, and speedscope, which orders a begin and an end of
+/// one time by its own rule, cannot nest it inside another slice begun
+/// then too. The held lines are the innermost frames of the stack, so an
+/// end at the same time always ends the last of them.
+#[derive(Debug, Default)]
+struct Begun {
+    ts: Vec<u8>,
+    /// The lines, one after the other, and where each ends.
+    lines: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Begun {
+    /// Leave out the last line held: true when there was one.
+    fn pop(&mut self) -> bool {
+        if self.ends.pop().is_none() {
+            return false;
+        }
+        self.lines.truncate(self.ends.last().copied().unwrap_or(0));
+        true
     }
 }
 
@@ -327,6 +418,7 @@ impl<W: Output> Sink for ChromeSink<W> {
     fn begin(&mut self, info: &RunInfo) -> io::Result<()> {
         for s in &info.sources {
             self.names.insert(s.id, s.thread_name());
+            self.profiles.insert(s.id, s.profile);
         }
         for t in &info.tasks {
             self.tasks.insert(t.tid, t.clone());
@@ -348,7 +440,8 @@ impl<W: Output> Sink for ChromeSink<W> {
             return Ok(Flow::Continue);
         }
         let (pid, tid) = self.ids(ctx.thread)?;
-        let name = instant_name(event);
+        let profile = self.profiles.get(&event.id).copied().unwrap_or_default();
+        let name = instant_name(event, profile);
         if !changed {
             // Held while the stack stays as it is.
             if let Some(name) = name {
@@ -373,18 +466,24 @@ impl<W: Output> Sink for ChromeSink<W> {
         for (thread, held) in self.instants.take_all() {
             self.write_run(thread, held, &info.clock)?;
         }
+        let mut threads: Vec<ThreadKey> = self.begun.keys().copied().collect();
+        threads.sort_unstable();
+        for thread in threads {
+            self.write_begun(thread, None)?;
+        }
         self.out.write_all(b"\n]}\n")?;
         self.out.complete()
     }
 }
 
 /// What the timeline marks for `event`, if it is an instant: the
-/// exception, gap, trace-on or memory-not-accessible address.
-pub(crate) fn instant_name(event: &Event) -> Option<String> {
+/// exception (named as `profile`, its source's, numbers it), gap,
+/// trace-on or memory-not-accessible address.
+pub(crate) fn instant_name(event: &Event, profile: Profile) -> Option<String> {
     match event.kind {
         EventKind::Exception { number, ret } => Some(match ret {
-            Some(r) => format!("exception {number} (returns to {r:#010x})"),
-            None => format!("exception {number}"),
+            Some(r) => format!("{} (returns to {r:#010x})", profile.exception_name(number)),
+            None => profile.exception_name(number),
         }),
         EventKind::Gap(reason) => Some(match reason.addr() {
             Some(a) => format!("trace gap: {} at {a:#010x}", reason.name()),

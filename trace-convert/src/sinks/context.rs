@@ -90,6 +90,8 @@ pub struct SourceName {
     /// The core it traces, when known: the core's name and type
     /// (`cpu_0 Cortex-A7`).
     pub core: Option<String>,
+    /// The profile of that core, which names its exceptions.
+    pub profile: crate::profile::Profile,
 }
 
 impl SourceName {

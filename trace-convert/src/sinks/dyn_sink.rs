@@ -63,6 +63,9 @@ pub trait DynSink {
     ///
     /// The sink's output error.
     fn finish(&mut self, info: &RunInfo) -> io::Result<()>;
+
+    /// [`Sink::notes`].
+    fn notes(&self) -> Vec<String>;
 }
 
 impl<S: Sink> DynSink for S {
@@ -108,6 +111,10 @@ impl<S: Sink> DynSink for S {
 
     fn finish(&mut self, info: &RunInfo) -> io::Result<()> {
         Sink::finish(self, info)
+    }
+
+    fn notes(&self) -> Vec<String> {
+        Sink::notes(self)
     }
 }
 

@@ -312,8 +312,7 @@ impl FoldedStacks {
 
     fn label(&mut self, text: String) -> u32 {
         let id = u32::try_from(self.labels.len()).unwrap_or(NONE);
-        self.labels
-            .push(text.replace(';', ":").replace(['\n', '\r'], " "));
+        self.labels.push(crate::escape::folded_frame(&text));
         id
     }
 

@@ -87,9 +87,10 @@ impl<W: Output> Sink for LcovSink<'_, W> {
 
     fn finish(&mut self, _info: &RunInfo) -> io::Result<()> {
         let symbols = self.symbols;
-        let report = self.coverage.to_lcov(
+        let report = self.coverage.to_lcov_inlined(
             |a| line_info(symbols, a),
             symbols.line_rows(),
+            &symbols.inlined_copies(),
             &self.options,
         );
         report.write(&mut self.out)?;

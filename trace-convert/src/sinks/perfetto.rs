@@ -52,6 +52,8 @@ pub struct PerfettoSink<W: Output> {
     iids: Vec<Option<NameId>>,
     /// Instants held until their thread's stack changes.
     instants: Instants,
+    /// The profile of each source's core, by trace ID.
+    profiles: FastMap<u8, crate::profile::Profile>,
 }
 
 /// The processes and tracks declared so far.
@@ -87,6 +89,7 @@ impl<W: Output> PerfettoSink<W> {
             layout: Layout::default(),
             iids: Vec::new(),
             instants: Instants::default(),
+            profiles: FastMap::default(),
         }
     }
 
@@ -233,6 +236,7 @@ impl<W: Output> Sink for PerfettoSink<W> {
     fn begin(&mut self, info: &RunInfo) -> io::Result<()> {
         for s in &info.sources {
             self.layout.names.insert(s.id, s.thread_name());
+            self.profiles.insert(s.id, s.profile);
         }
         for t in &info.tasks {
             self.layout.tasks.insert(t.tid, t.clone());
@@ -246,7 +250,13 @@ impl<W: Output> Sink for PerfettoSink<W> {
 
     fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<Flow> {
         let instant = match event.kind {
-            EventKind::Exception { number, .. } => Some(format!("exception {number}")),
+            EventKind::Exception { number, .. } => Some(
+                self.profiles
+                    .get(&event.id)
+                    .copied()
+                    .unwrap_or_default()
+                    .exception_name(number),
+            ),
             EventKind::Gap(r) => Some(format!("trace gap: {}", r.name())),
             EventKind::TraceOn { reason, .. } => Some(format!("trace on: {}", reason.name())),
             EventKind::AddrNacc { addr } => Some(format!("memory not accessible: {addr:#010x}")),

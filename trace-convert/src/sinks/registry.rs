@@ -74,7 +74,9 @@ impl std::fmt::Debug for Setup<'_> {
     }
 }
 
-/// Opens a format's sink writing to an output file.
+/// Opens a format's sink writing to an output file. An error of kind
+/// [`io::ErrorKind::InvalidData`] says an input the sink reads (an ELF
+/// file's DWARF) is unusable; any other, that the output is.
 pub type Open = for<'a> fn(OutputFile, &Setup<'a>) -> io::Result<Box<dyn DynSink + 'a>>;
 
 /// One output format.
@@ -153,7 +155,7 @@ pub const FORMATS: &[Format] = &[
             code: true,
             capture: false,
         },
-        how_to_open: "genhtml --branch-coverage FILE -o coverage-html, run where the source paths in FILE lead from (the example: the repository root)",
+        how_to_open: "genhtml --branch-coverage FILE -o coverage-html, run where the source paths in FILE lead from; --path-map FROM=TO rewrites them",
         open: open_lcov,
     },
     Format {
@@ -238,7 +240,8 @@ fn open_autofdo<'a>(out: OutputFile, setup: &Setup<'a>) -> io::Result<Box<dyn Dy
     let Some(code) = &setup.code else {
         return Err(io::Error::other("no memory image for --autofdo"));
     };
-    let dwarf = ProfileDwarf::of(setup.symbols).map_err(io::Error::other)?;
+    let dwarf = ProfileDwarf::of(setup.symbols)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
     Ok(Box::new(AutofdoSink::new(out, Arc::clone(code), dwarf)))
 }
 

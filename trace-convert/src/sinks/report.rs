@@ -1,6 +1,6 @@
 //! The per-function report (`trace-convert report`, `--report FILE`):
 //! the `perf report` view of an exact trace. One row per function
-//! (inlined functions too, when asked), with its calls, the instructions
+//! (inlined functions too, unless left out), with its calls, the instructions
 //! and cycles it ran itself (*self*: as the innermost frame) and with
 //! everything it called (*total*: while on the stack, once per
 //! recursion), sorted. See [`table`] for the counting and [`write`](mod@write) for
@@ -63,16 +63,27 @@ pub enum SortKey {
 }
 
 /// How a report is made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReportOptions {
     /// Its form (`None`: from the output's file name, see
     /// [`ReportFormat::for_path`]).
     pub format: Option<ReportFormat>,
     /// The order of its rows.
     pub sort: SortKey,
-    /// Inlined functions get rows of their own; otherwise their code
+    /// Inlined functions get rows of their own, as they get frames in the
+    /// timelines and folded stacks (the default); otherwise their code
     /// counts for the function it was inlined into.
     pub inline: bool,
+}
+
+impl Default for ReportOptions {
+    fn default() -> ReportOptions {
+        ReportOptions {
+            format: None,
+            sort: SortKey::default(),
+            inline: true,
+        }
+    }
 }
 
 /// The report sink: aggregates per function and writes the table at the

@@ -107,6 +107,13 @@ pub trait Sink {
     ///
     /// An output error.
     fn finish(&mut self, info: &RunInfo) -> io::Result<()>;
+
+    /// After [`finish`](Self::finish): what the user should know about
+    /// the output (why it is empty, what it left out), one line each;
+    /// nothing by default.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Makes the parts of a sink's work done on the decoding threads: a

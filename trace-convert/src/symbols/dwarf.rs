@@ -4,6 +4,7 @@
 //! `DwarfInfo::check`); lookups in damaged DWARF give no answer.
 
 use super::inline::{self, InlineNames, UnitCache, UnitScope};
+use super::path_map::PathMap;
 use super::reader::Reader;
 use object::{Object, ObjectSection};
 use std::cell::RefCell;
@@ -14,7 +15,9 @@ use std::sync::Arc;
 /// A source position.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SourceLine {
-    /// Source file path as DWARF gives it (directory joined).
+    /// Source file path as DWARF gives it (directory joined), with `/`
+    /// separators and the `--path-map` rewrites applied (see
+    /// [`PathMap`]).
     pub file: Arc<str>,
     /// Line number (1-based).
     pub line: u32,
@@ -39,6 +42,8 @@ pub(crate) struct DwarfInfo {
     dwarf: gimli::Dwarf<Reader>,
     lines: RefCell<HashMap<u32, Option<SourceLine>>>,
     files: RefCell<HashMap<String, Arc<str>>>,
+    /// How source paths are written (see [`PathMap`]).
+    paths: PathMap,
     /// Some abbreviation declares an inlined subroutine.
     has_inlined: bool,
     units: UnitCache,
@@ -47,7 +52,11 @@ pub(crate) struct DwarfInfo {
 impl DwarfInfo {
     /// Load the DWARF sections of `file`; `Ok(None)` when it has none,
     /// `Err` naming the section when one cannot be read.
-    pub(crate) fn load(file: &object::File<'_>) -> Result<Option<DwarfInfo>, String> {
+    /// Source paths are written as `paths` says.
+    pub(crate) fn load(
+        file: &object::File<'_>,
+        paths: &PathMap,
+    ) -> Result<Option<DwarfInfo>, String> {
         if file.section_by_name(".debug_info").is_none() {
             return Ok(None);
         }
@@ -95,6 +104,7 @@ impl DwarfInfo {
             dwarf,
             lines: RefCell::new(HashMap::new()),
             files: RefCell::new(HashMap::new()),
+            paths: paths.clone(),
             has_inlined,
             units: RefCell::new(HashMap::new()),
         }))
@@ -171,7 +181,7 @@ impl DwarfInfo {
         if let Some(f) = files.get(file) {
             return Arc::clone(f);
         }
-        let a: Arc<str> = Arc::from(file);
+        let a: Arc<str> = Arc::from(&*self.paths.apply(file));
         files.insert(file.to_owned(), Arc::clone(&a));
         a
     }

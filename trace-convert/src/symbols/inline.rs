@@ -23,6 +23,9 @@ pub struct InlineSite {
     /// The lowest address of this inlined copy (it tells two copies of
     /// one function apart).
     pub entry: u32,
+    /// Where the copy is entered: DWARF's `DW_AT_entry_pc` when given,
+    /// else [`entry`](Self::entry).
+    pub first: u32,
 }
 
 /// The inlined functions running at an address, and the addresses around
@@ -212,6 +215,12 @@ impl FnScopes {
             .unwrap_or(&[])
     }
 
+    /// Every inlined function of every chain (repeated where chains
+    /// share them).
+    pub(crate) fn sites(&self) -> &[InlineSite] {
+        &self.sites
+    }
+
     /// No inlined code in the function.
     pub(crate) fn is_empty(&self) -> bool {
         self.rows.is_empty()
@@ -300,9 +309,11 @@ pub(crate) fn unit_scopes(
             }
         }
         let name = origin_name(unit, entry, names);
+        let lowest = ranges.iter().map(|r| r.0).min().unwrap_or(0);
         let site = InlineSite {
             name,
-            entry: ranges.iter().map(|r| r.0).min().unwrap_or(0),
+            entry: lowest,
+            first: entry_pc(unit, entry, lowest),
         };
         open.push((depth, Some(site)));
         if ranges.is_empty() {
@@ -322,6 +333,29 @@ pub(crate) fn unit_scopes(
         }
     }
     out
+}
+
+/// Where an inlined subroutine is entered: its `DW_AT_entry_pc`, an
+/// address or (DWARF 5) an offset from its lowest address `lowest`; else
+/// `lowest`.
+fn entry_pc(
+    unit: gimli::UnitRef<'_, Reader>,
+    entry: &gimli::DebuggingInformationEntry<'_, '_, Reader>,
+    lowest: u32,
+) -> u32 {
+    let Ok(Some(value)) = entry.attr_value(gimli::DW_AT_entry_pc) else {
+        return lowest;
+    };
+    if let Some(off) = value.udata_value() {
+        return u32::try_from(off)
+            .ok()
+            .and_then(|off| lowest.checked_add(off))
+            .unwrap_or(lowest);
+    }
+    match unit.attr_address(value) {
+        Ok(Some(a)) => u32::try_from(a).unwrap_or(lowest),
+        _ => lowest,
+    }
 }
 
 /// The name of the function an inlined subroutine is a copy of (`??` when
@@ -402,7 +436,11 @@ mod tests {
     use super::*;
 
     fn site(name: u32, entry: u32) -> InlineSite {
-        InlineSite { name, entry }
+        InlineSite {
+            name,
+            entry,
+            first: entry,
+        }
     }
 
     #[test]

@@ -53,6 +53,45 @@ pub enum KallsymsError {
 /// Longest line text quoted in an error.
 const QUOTED: usize = 80;
 
+/// The most bytes read from a symbol list that has no size (a procfs
+/// file, a pipe): a kernel's list is tens of megabytes.
+pub const MAX_STREAMED: u64 = 1 << 28;
+
+/// The bytes of the symbol list at `path`: a regular file with a size is
+/// mapped; one whose size is 0 (`/proc/kallsyms`: procfs gives no sizes)
+/// and a pipe (`<(ssh board cat /proc/kallsyms)`) are read to their end,
+/// at most [`MAX_STREAMED`] bytes.
+///
+/// # Errors
+///
+/// The error of opening or reading it; anything but a regular file or a
+/// pipe, and a stream longer than [`MAX_STREAMED`], are
+/// [`std::io::ErrorKind::InvalidInput`].
+pub fn read(path: &std::path::Path) -> std::io::Result<trace_core::memory::Contents> {
+    use std::io::{Error, ErrorKind};
+    let meta = std::fs::metadata(path)?;
+    #[cfg(unix)]
+    let pipe = std::os::unix::fs::FileTypeExt::is_fifo(&meta.file_type());
+    #[cfg(not(unix))]
+    let pipe = false;
+    if meta.is_file() && meta.len() > 0 {
+        return trace_core::memory::Contents::map_path(path);
+    }
+    if !meta.is_file() && !pipe {
+        // The error that names what it is.
+        trace_core::memory::open_regular(path)?;
+        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
+    }
+    let file = std::fs::File::open(path)?;
+    match crate::input::folder::read_capped(file, MAX_STREAMED)? {
+        Ok(bytes) => Ok(trace_core::memory::Contents::from(bytes)),
+        Err(_) => Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("holds more than {MAX_STREAMED} bytes: not a symbol list"),
+        )),
+    }
+}
+
 /// The functions of a `/proc/kallsyms` or `System.map` text, sorted by
 /// start address (see the [module](self) docs). Symbols whose address does
 /// not fit 32 bits are left out (they cannot be ARMv7 code).
@@ -221,5 +260,44 @@ bf000010 W weak_fn\t[ext4]
         let f = parse("ffffffc010080000 T arm64_fn\nc0008000 T arm_fn\n").expect("parses");
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].name, "arm_fn");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn procfs_files_are_read_though_their_size_is_zero() {
+        // procfs gives every file the size 0, /proc/kallsyms too.
+        let path = std::path::Path::new("/proc/self/maps");
+        assert_eq!(std::fs::metadata(path).expect("procfs").len(), 0);
+        let bytes = read(path).expect("read");
+        assert!(bytes.len() > 100, "{} bytes", bytes.len());
+        if std::path::Path::new("/proc/kallsyms").exists() {
+            assert!(!read(std::path::Path::new("/proc/kallsyms"))
+                .expect("kallsyms")
+                .is_empty());
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_list_from_a_pipe_is_read_and_devices_are_refused() {
+        let dir = std::env::temp_dir().join(format!("tc-kallsyms-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let fifo = dir.join("map");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()));
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                std::fs::write(fifo, "c0008000 T stext\nc0008100 t helper\n")
+            })
+        };
+        let bytes = read(&fifo).expect("read the pipe");
+        writer.join().expect("writer").expect("write");
+        let f = parse(std::str::from_utf8(bytes.bytes()).expect("text")).expect("parse");
+        assert_eq!(f.len(), 2);
+        let e = read(std::path::Path::new("/dev/zero")).expect_err("a device");
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{e}");
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

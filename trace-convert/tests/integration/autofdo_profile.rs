@@ -512,3 +512,64 @@ fn clang_reads_the_profile_into_the_program() {
     assert!(with_count >= 3, "{with_count} functions with counts");
     assert!(text.contains("!\"branch_weights\""), "branch weights");
 }
+
+/// The bundled example's ELF file with the bytes of its section `name`
+/// overwritten with 0xFF, written into `dir`.
+fn elf_with_damaged_section(dir: &Path, name: &str) -> PathBuf {
+    use object::{Object, ObjectSection};
+    let elf = test_support::repo_root().join("examples/snapshot/example.elf");
+    let mut bytes = std::fs::read(&elf).expect("example.elf");
+    let (at, len) = {
+        let file = object::File::parse(&*bytes).expect("ELF");
+        let s = file.section_by_name(name).expect("the section");
+        s.file_range().expect("bytes in the file")
+    };
+    let (at, len) = (at as usize, len as usize);
+    bytes[at..at + len].fill(0xFF);
+    let out = dir.join(format!("damaged{}.elf", name.replace('.', "_")));
+    std::fs::write(&out, bytes).expect("write");
+    out
+}
+
+#[test]
+fn damaged_dwarf_is_an_input_error_and_an_empty_profile_says_why() {
+    let dir = std::env::temp_dir().join(format!("tc-afdo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let example = test_support::repo_root().join("examples/snapshot");
+    let afdo = dir.join("x.afdo");
+    let run = |elf: &Path, extra: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_trace-convert"));
+        cmd.arg(&example)
+            .arg("--elf")
+            .arg(elf)
+            .arg("--autofdo")
+            .arg(&afdo)
+            .args(extra)
+            .arg("--no-progress");
+        cmd.output().expect("run")
+    };
+    // DWARF problems are input errors (exit 3), not output errors (5).
+    let bad = elf_with_damaged_section(&dir, ".debug_rnglists");
+    let out = run(&bad, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("DWARF"), "{err}");
+    assert!(!afdo.exists());
+
+    // A window that holds nothing: an empty profile, and why.
+    let elf = example.join("example.elf");
+    let out = run(&elf, &["--since", "99999999999s"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(std::fs::read(&afdo).expect("written"), b"");
+    assert!(
+        err.contains("autofdo: the profile is empty: no instruction was handed to it"),
+        "{err}"
+    );
+    // A profile with samples says nothing of the kind.
+    let out = run(&elf, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("the profile is empty"), "{err}");
+    assert!(!std::fs::read(&afdo).expect("written").is_empty());
+    std::fs::remove_dir_all(&dir).ok();
+}

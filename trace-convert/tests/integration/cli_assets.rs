@@ -108,7 +108,7 @@ fn the_man_pages_render_with_every_subcommand() {
             "trace-convert-convert",
             &["--folded", "--lcov", "--chrome"][..],
         ),
-        ("trace-convert-report", &["--inline", "--sort"][..]),
+        ("trace-convert-report", &["--format", "--sort"][..]),
     ] {
         let out = Command::new("groff")
             .args(["-man", "-Tascii", "-P-cbou"])

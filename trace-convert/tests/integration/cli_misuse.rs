@@ -65,7 +65,9 @@ fn unknown_flag_and_bad_values_are_usage_errors() {
         USAGE,
         "FILE@ADDRESS",
     );
-    fails(&run(&["no-such-command"]), USAGE, "no-such-command");
+    // Neither a subcommand nor an input: a missing input (exit 3), as
+    // with a subcommand, that says it is not a subcommand either.
+    fails(&run(&["no-such-command"]), INPUT, "nor a subcommand");
 }
 
 #[test]
@@ -80,6 +82,73 @@ fn missing_input_is_an_input_error() {
         INPUT,
         "/nonexistent/capture",
     );
+}
+
+#[test]
+fn missing_input_is_an_input_error_with_or_without_subcommand() {
+    for args in [
+        &["/nonexistent/capture"][..],
+        &["convert", "/nonexistent/capture"],
+        &["/nonexistent/capture", "--folded", "-"],
+        &["report", "/nonexistent/capture"],
+    ] {
+        fails(&run(args), INPUT, "/nonexistent/capture");
+    }
+}
+
+#[test]
+fn a_folder_that_is_not_a_snapshot_says_so() {
+    let dir = scratch("notsnap");
+    std::fs::write(dir.join("capture.bin"), [0u8; 16]).expect("write");
+    let d = dir.display().to_string();
+    for args in [
+        &["decode", d.as_str()][..],
+        &["packets", d.as_str()],
+        &[d.as_str(), "--folded", "-"],
+    ] {
+        fails(
+            &run(args),
+            INPUT,
+            "not a trace snapshot folder (it holds no snapshot.ini)",
+        );
+    }
+}
+
+#[test]
+fn two_outputs_on_standard_output_however_spelled_are_refused() {
+    let example = test_support::repo_root().join("examples/snapshot");
+    let example = example.display().to_string();
+    for (a, b) in [
+        ("-", "/dev/stdout"),
+        ("/dev/stdout", "/proc/self/fd/1"),
+        ("/dev/fd/1", "-"),
+    ] {
+        if !std::path::Path::new("/proc/self/fd/1").exists() {
+            return;
+        }
+        let out = run(&[example.as_str(), "--folded", a, "--chrome", b]);
+        fails(&out, USAGE, "both go to standard output");
+        assert!(out.stdout.is_empty(), "nothing written");
+    }
+}
+
+#[test]
+fn since_alone_past_the_end_is_an_empty_window_not_an_error() {
+    let example = test_support::repo_root().join("examples/snapshot");
+    let dir = scratch("since");
+    let folded = dir.join("x.folded");
+    let out = run(&[
+        &example.display().to_string(),
+        "--since",
+        "99999999999s",
+        "--folded",
+        &folded.display().to_string(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("is not after --since"), "{err}");
+    assert!(err.contains("window: 0 events"), "{err}");
+    assert_eq!(std::fs::read(&folded).expect("written"), b"");
 }
 
 #[test]
@@ -219,4 +288,40 @@ fn absurd_depths_and_frequencies_are_usage_errors() {
     ] {
         fails(&run(&["x", flag, value]), USAGE, flag);
     }
+}
+
+#[test]
+fn a_capture_read_as_the_wrong_protocol_fails_naming_the_right_one() {
+    let Some(dir) = test_support::opencsd_dir() else {
+        return;
+    };
+    // Raw PTM read as ETMv3: no instruction, only addresses outside the
+    // (missing) image, which is what wrong flags give.
+    let ptm = dir
+        .join("tc2-ptm-rstk-t32/PTM_0_2.bin")
+        .display()
+        .to_string();
+    for sub in ["decode", "convert"] {
+        let mut args = vec![sub, ptm.as_str(), "--protocol", "etm"];
+        if sub == "decode" {
+            args.extend(["--format", "none"]);
+        } else {
+            args.extend(["--folded", "-"]);
+        }
+        let out = run(&args);
+        // The summary, then the error.
+        let lines = stderr_lines(&out);
+        assert_eq!(out.status.code(), Some(CONFIG), "{lines:?}");
+        let last = lines.last().map_or("", String::as_str);
+        assert!(
+            last.contains("decoded no instruction")
+                && last.contains("fit `--protocol ptm --layout raw`"),
+            "{lines:?}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+    // Read as PTM, the same run stands (addresses outside a missing image
+    // are not a failure).
+    let out = run(&["decode", &ptm, "--protocol", "ptm", "--format", "none"]);
+    assert_eq!(out.status.code(), Some(0), "{:?}", stderr_lines(&out));
 }

@@ -510,3 +510,70 @@ fn sigint_removes_the_temporary_files() {
 fn sigterm_removes_the_temporary_files() {
     interrupted_by("TERM", 15);
 }
+
+/// The names in `dir`.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .expect("ls")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_temporary_file_of_a_killed_run_is_removed_by_the_next_run() {
+    let dir = scratch("killed");
+    let snap = example_in(&dir);
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).expect("mkdir");
+    let folded = out.join("s.folded");
+    // The report goes to a FIFO no one reads: the run blocks opening it,
+    // after the folded stacks' temporary file is made. Then SIGKILL.
+    let fifo = dir.join("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()));
+    let mut child = bin()
+        .args([&snap, p("--folded"), &folded, p("--report"), &fifo])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mark = format!(".s.folded.trace-convert.{}.", child.id());
+    let start = std::time::Instant::now();
+    while !names_in(&out).iter().any(|n| n.starts_with(&mark)) {
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "no temporary file: {:?}",
+            names_in(&out)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("wait");
+    let left = names_in(&out);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0].starts_with(&mark) && left[0].ends_with(".tmp"));
+
+    // A temporary file of a process that still runs (this one) is left
+    // alone, and so is a file of another pattern.
+    let live = format!(".s.folded.trace-convert.{}.Ab12Cd.tmp", std::process::id());
+    std::fs::write(out.join(&live), "in use").expect("write");
+    std::fs::write(out.join(".s.folded.mine.tmp"), "other").expect("write");
+    let res = run(&[&snap, p("--folded"), &folded]);
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert!(res.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("note: removed {}", out.join(&left[0]).display())),
+        "{err}"
+    );
+    assert!(err.contains("left by a run that was killed"), "{err}");
+    assert!(err.contains("which is still running"), "{err}");
+    assert_eq!(
+        names_in(&out),
+        [".s.folded.mine.tmp", live.as_str(), "s.folded"]
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -3,7 +3,9 @@
 //! programs, as PTM trace with the return stack), converted by the CLI
 //! with the program's ELF, and every function, line and branch record
 //! compared with `*.cov.json` (computed from the emulator's record and the
-//! ELF alone, see corpus/README.md), both ways: each record the truth
+//! ELF alone, see corpus/README.md; inlined copies of functions add the
+//! times the emulator reached where DWARF says each copy is entered to
+//! their functions' calls), both ways: each record the truth
 //! gives must be in the tracefile with its counts, and the tracefile may
 //! hold no other. Branch blocks are compared per line, `-` (code never
 //! reached) included.
@@ -12,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 use trace_core::memory::{MemoryMap, Space};
-use trace_encode::{encode_etm, encode_ptm, EtmOptions, Flow, PtmOptions, Trace};
+use trace_encode::{encode_etm, encode_ptm, EtmOptions, Flow, FlowItem, PtmOptions, Trace};
 
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("JSON")
@@ -149,6 +151,45 @@ fn truth_records(truth: &serde_json::Value, all: bool) -> Records {
     out
 }
 
+/// The calls of the inlined copies of functions, from the emulator's
+/// flow: each copy (name and where DWARF says it is entered, see
+/// `Symbolizer::inlined_copies`) counts the times that instruction was
+/// reached. Returns function name → (file of the first copy's line, the
+/// sum over its copies).
+pub(crate) fn inlined_truth(elf: &Path, flow: &Flow) -> BTreeMap<String, (String, u64)> {
+    let symbols =
+        trace_convert::symbols::Symbolizer::from_elves(&[elf.to_path_buf()]).expect("symbols");
+    let mut reach: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
+    for item in &flow.items {
+        if let FlowItem::Insn { addr, .. } = item {
+            *reach.entry(*addr).or_default() += 1;
+        }
+    }
+    let mut out: BTreeMap<String, (String, u64)> = BTreeMap::new();
+    for (name, first) in symbols.inlined_copies() {
+        let n = reach.get(&first).copied().unwrap_or(0);
+        let Some(line) = symbols.line(first) else {
+            continue;
+        };
+        out.entry(name)
+            .or_insert_with(|| (source_name(&line.file), 0))
+            .1 += n;
+    }
+    out
+}
+
+/// `truth`'s functions with the calls of their inlined copies added
+/// ([`inlined_truth`]); a function only inlined is a function too.
+fn add_inlined(truth: &mut Records, inlined: &BTreeMap<String, (String, u64)>) {
+    for (name, (file, n)) in inlined {
+        truth
+            .functions
+            .entry(name.clone())
+            .and_modify(|f| f.1 += n)
+            .or_insert_with(|| (file.clone(), *n));
+    }
+}
+
 fn lcov_of(trace: &Trace, protocol: &str, elf: &Path, dir: &Path, conditionals: bool) -> String {
     let bin = dir.join(format!("{protocol}.bin"));
     let info = dir.join(format!("{protocol}.info"));
@@ -222,6 +263,7 @@ fn lcov_counts_equal_the_emulator_truth_for_every_program() {
     let mut runs = 0;
     let mut all_conditionals = 0;
     let mut never = 0;
+    let mut inlined_functions = 0;
     for fx in json(&dir.join("manifest.json"))
         .as_array()
         .expect("manifest")
@@ -233,8 +275,12 @@ fn lcov_counts_equal_the_emulator_truth_for_every_program() {
         )
         .expect("flow parses");
         let truth = json(&dir.join(fx["cov"].as_str().expect("cov")));
-        let truth_all = truth_records(&truth, true);
-        let truth = truth_records(&truth, false);
+        let mut truth_all = truth_records(&truth, true);
+        let mut truth = truth_records(&truth, false);
+        let inlined = inlined_truth(&elf, &flow);
+        inlined_functions += inlined.len();
+        add_inlined(&mut truth_all, &inlined);
+        add_inlined(&mut truth, &inlined);
         let mut mem = MemoryMap::new();
         mem.add_elf(&elf, Space::Any).expect("ELF");
         let etm = encode_etm(&flow.items, &mem, &EtmOptions::default()).expect("ETMv3");
@@ -277,6 +323,8 @@ fn lcov_counts_equal_the_emulator_truth_for_every_program() {
         totals[0], totals[1], totals[2]
     );
     assert!(runs >= 24 && totals.iter().all(|&t| t > 0));
+    // Inlined functions are listed with their copies' calls.
+    assert!(inlined_functions > 0);
     assert!(all_conditionals > totals[2] / 2);
     // Blocks never reached are compared too.
     assert!(never > 0);

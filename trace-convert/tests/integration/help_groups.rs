@@ -102,4 +102,11 @@ fn listing_and_report_options_have_their_groups() {
     assert!(under(&d, "Input").contains(&"--protocol".to_owned()));
     let r = groups(&["report", "--help"]);
     assert!(under(&r, "Report").contains(&"--sort".to_owned()));
+    // The report's own options come before the conversion's many.
+    let headings: Vec<&str> = r.iter().map(|(h, _)| h.as_str()).collect();
+    let at = |h: &str| headings.iter().position(|x| *x == h);
+    assert!(
+        at("Report") < at("Input") && at("Report") < at("Outputs"),
+        "{headings:?}"
+    );
 }

@@ -167,7 +167,14 @@ fn truth(
                     Some(link) => stack.push(frame(name_at(fns, ret), Some(link), false, ret)),
                     None => stack.last_mut().expect("a frame").at = ret,
                 }
-                stack.push(frame(name_at(fns, vector), None, true, vector));
+                // A vector inside a function (the A-profile vector table)
+                // is named by its address, as corpus/tools/coverage.py
+                // names it.
+                let name = match function_at(fns, vector) {
+                    Some((start, name)) if *start == vector => name.clone(),
+                    _ => format!("{vector:#010x}"),
+                };
+                stack.push(frame(name, None, true, vector));
                 prev = None;
             }
             FlowItem::ExceptionReturn { .. } => {

@@ -404,6 +404,60 @@ fn duplicates_follow_one_rule_each_with_a_note() {
 }
 
 #[test]
+fn a_buffer_whose_name_differs_from_its_section_is_decoded_once() {
+    // As in TC2: section [buffer0] describes buffer ETB_0.
+    let s = Scratch::new("bufname");
+    let renamed = s
+        .read("trace.ini")
+        .replace("name=buffer0", "name=ETB_0")
+        .replace("PTM_0=buffer0", "PTM_0=ETB_0");
+    s.write(
+        "trace.ini",
+        &renamed.replace("buffers=buffer0", "buffers=buffer0,buffer0"),
+    );
+    let once = instructions(&resolve(&s.snap()).expect("resolves")).expect("decodes");
+    assert!(once > 0);
+    let input = resolve(&s.snap()).expect("resolves");
+    assert_eq!(input.captures.len(), 1, "buffer0 is decoded once");
+    let notes = input.snapshot.as_ref().expect("snapshot").notes.join("\n");
+    assert!(
+        notes.contains("listed 2 times in [trace_buffers]"),
+        "{notes}"
+    );
+
+    // Two sections describing one buffer: decoded once, from the first.
+    s.write(
+        "trace.ini",
+        &renamed
+            .replace("buffers=buffer0", "buffers=buffer0,buffer1")
+            .replace(
+                "[source_buffers]",
+                "[buffer1]\nname=ETB_0\nfile=trace.bin\n\n[source_buffers]",
+            ),
+    );
+    let input = resolve(&s.snap()).expect("resolves");
+    assert_eq!(input.captures.len(), 1, "ETB_0 is decoded once");
+    let notes = input.snapshot.as_ref().expect("snapshot").notes.join("\n");
+    assert!(
+        notes.contains("sections [buffer0] and [buffer1] both describe buffer ETB_0"),
+        "{notes}"
+    );
+    // The run's counts are those of one decode.
+    let out = cli(&[
+        "decode".as_ref(),
+        s.snap().as_os_str(),
+        "--format".as_ref(),
+        "none".as_ref(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(" {once} instructions")),
+        "{once}: {}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn overlapping_dumps_and_lengths_past_the_file_are_noted() {
     let s = Scratch::new("dumps");
     s.write(

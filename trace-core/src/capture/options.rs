@@ -41,12 +41,19 @@ pub enum WarmUp {
     Never,
 }
 
+/// The threads available to the process, asked once (the answer reads
+/// cgroup files: a recording cut into many pieces asks per piece).
+fn available_threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
 impl Default for DecodeOptions {
     /// All available threads, for captures of 4 MiB and more, in chunks
     /// of up to 1 MiB.
     fn default() -> Self {
         DecodeOptions {
-            jobs: std::thread::available_parallelism().map_or(1, usize::from),
+            jobs: available_threads(),
             min_parallel_bytes: 4 << 20,
             part_bytes: 1 << 20,
             parts_per_job: 1,
@@ -90,4 +97,8 @@ pub struct ParallelStats {
     pub redone: u64,
     /// Shares without an I-sync, parsed and decoded on the calling thread.
     pub serial: u64,
+    /// The most room for events the sources of one chunk held (their
+    /// buffers' capacity, in events): with the chunks in flight, what
+    /// bounds the memory a parallel decode takes.
+    pub largest_chunk_room: u64,
 }

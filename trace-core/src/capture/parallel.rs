@@ -105,23 +105,31 @@ struct Spare {
 }
 
 impl Spare {
-    /// The largest spare buffer, with room for a chunk's events: one
-    /// that grew by doubling would have touched fresh pages on every
-    /// chunk (reserving touches none).
-    fn take(&self) -> EventBuf {
+    /// With `room`, the largest spare buffer, with room for a chunk's
+    /// events: one that grew by doubling would have touched fresh pages
+    /// on every chunk (reserving touches none). Without, the smallest,
+    /// as it is. Only a chunk's first source gets that room: a chunk's
+    /// events are bounded, not each source's, and a formatted capture of
+    /// random bytes has a hundred trace IDs in every chunk, each with a
+    /// few events (room for a chunk's events for each of them took 0.6 GB
+    /// on 64 MiB).
+    fn take(&self, room: bool) -> EventBuf {
         let mut v = self
             .bufs
             .lock()
             .ok()
             .and_then(|mut p| {
-                let (i, _) = p.0.iter().enumerate().max_by_key(|(_, b)| b.capacity())?;
+                let sizes = p.0.iter().enumerate().map(|(i, b)| (b.capacity(), i));
+                let (_, i) = if room { sizes.max() } else { sizes.min() }?;
                 let v = p.0.swap_remove(i);
                 p.1 -= v.capacity();
                 Some(v)
             })
             .unwrap_or_default();
-        let want = usize::try_from(CHUNK_EVENTS).unwrap_or(0);
-        v.reserve_exact(want.saturating_sub(v.len()));
+        if room {
+            let want = usize::try_from(CHUNK_EVENTS).unwrap_or(0);
+            v.reserve_exact(want.saturating_sub(v.len()));
+        }
         v
     }
 
@@ -171,7 +179,7 @@ impl Job {
                 caches,
                 parts: self.parts.as_deref(),
             };
-            run_chunk(&work, &self.window, self.chunk, || spare.take())
+            run_chunk(&work, &self.window, self.chunk, |room| spare.take(room))
         }));
         (self.seq, done.ok())
     }
@@ -559,8 +567,13 @@ impl<R: Read> Chunks<R> {
         done: ChunkDone,
         sink: &mut Sink<'_, T>,
     ) -> Result<(), CaptureError> {
+        self.stats.largest_chunk_room = self
+            .stats
+            .largest_chunk_room
+            .max(done.lanes.iter().map(|l| l.events.capacity() as u64).sum());
         let spare = &self.spare;
-        let mut take = || spare.take();
+        // A source decoded again here mostly adds few events of its own.
+        let mut take = || spare.take(false);
         let images = &mut self.images;
         let mut image_of = |id: u8| -> Option<Arc<dyn MemoryImage>> {
             plan.source(id)?;

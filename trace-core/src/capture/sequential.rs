@@ -31,7 +31,9 @@ pub fn read_items<R: Read>(
     mut input: R,
     mut batch: impl FnMut(&[Item]) -> Result<(), CaptureError>,
 ) -> Result<u64, CaptureError> {
-    let mut buf = vec![0u8; CHUNK];
+    // Grown up to CHUNK while reads fill it: a small input (one piece of
+    // a perf.data recording among thousands) costs no megabyte.
+    let mut buf = vec![0u8; FEED];
     let mut items = Vec::new();
     let mut bytes = 0u64;
     loop {
@@ -49,6 +51,9 @@ pub fn read_items<R: Read>(
             items.clear();
             demux.feed(slice, &mut items);
             batch(&items)?;
+        }
+        if n == buf.len() && buf.len() < CHUNK {
+            buf.resize(buf.len() * 2, 0);
         }
     }
     items.clear();

@@ -23,6 +23,7 @@ use trace_convert::sinks::folded::Weight;
 use trace_convert::sinks::lcov::coverage::LcovOptions;
 use trace_convert::sinks::registry::{self, Format, Setup, FORMATS};
 use trace_convert::sinks::report::ReportOptions;
+use trace_convert::symbols::path_map::PathMap;
 use trace_convert::symbols::Symbolizer;
 use trace_core::memory::MemoryImage;
 
@@ -107,10 +108,24 @@ pub struct ConvertArgs {
     max_depth: usize,
     /// Show no inlined functions: by default code that DWARF says was
     /// inlined gets frames of its own (the inlined function above the one
-    /// it was inlined into) in the Chrome, Perfetto and folded outputs.
+    /// it was inlined into) in the Chrome, Perfetto and folded outputs,
+    /// rows in the report and FN records in LCOV; with this flag it counts
+    /// for the function it was inlined into everywhere.
     /// Example: --no-inline
     #[arg(help_heading = "Code and symbols", long)]
     no_inline: bool,
+    /// Rewrite source paths that begin with FROM to begin with TO
+    /// (repeatable: the first that matches; paths get `/` separators
+    /// first, and so do FROM and TO), in LCOV and every other output that
+    /// names source files, so that they lead to the sources on this
+    /// machine. Example: --path-map 'C:\ti\sdk=/opt/ti/sdk'
+    #[arg(
+        help_heading = "Code and symbols",
+        long,
+        value_name = "FROM=TO",
+        value_parser = parse_path_map
+    )]
+    pub path_map: Vec<String>,
     /// Keep function names as the ELF files spell them: by default C++
     /// and Rust mangled names are demangled (`_ZN4demo8crc_taskEv` is
     /// shown as `demo::crc_task()`).
@@ -169,6 +184,23 @@ fn parse_hz(s: &str) -> Result<f64, String> {
 
 /// Call-stack depths accepted by `--max-depth`.
 const DEPTH_BOUNDS: (usize, usize) = (1, 1_000_000);
+
+/// A `--path-map` value: `FROM=TO`, FROM not empty.
+pub fn parse_path_map(s: &str) -> Result<String, String> {
+    PathMap::new().add_spec(s)?;
+    Ok(s.to_owned())
+}
+
+/// The path map of `--path-map` values (each checked by
+/// [`parse_path_map`]).
+pub fn path_map(specs: &[String]) -> PathMap {
+    let mut map = PathMap::new();
+    for s in specs {
+        // Checked when parsed.
+        let _ = map.add_spec(s);
+    }
+    map
+}
 
 fn parse_depth(s: &str) -> Result<usize, String> {
     let (lo, hi) = DEPTH_BOUNDS;
@@ -273,6 +305,7 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
         || input::Kind::detect(&path).is_ok_and(|k| k == input::Kind::SavedEvents);
     let targets = choose_targets(args, &path, example, !elves.is_empty(), saved)?;
     let mut plan = plan_outputs(args, &targets, &path, &elves)?;
+    check_input_path(Some(&path))?;
     let symbols = load_symbols(args, &elves, &targets)?;
     let extra = ExtraMemory {
         elves,
@@ -286,7 +319,10 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
     let options = convert_options(args, &input);
     let clock = options.clock_for(&input);
     eprintln!("trace-convert: {}", clock.describe());
-    let window = args.window.spec(&args.source.trace_id);
+    let window = args.window.spec(crate::window_cli::window_ids(
+        Some(&input),
+        &args.source.trace_id,
+    ));
     let windowed = !window.is_everything();
     let window = if windowed {
         Some(window.on(&clock).map_err(|e| fail(exit::USAGE, e))?)
@@ -294,7 +330,7 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
         None
     };
     let read = read_for_sinks(&targets, &input, &extra)?;
-    let mut set = plan.create().map_err(|e| output_failure(&e))?;
+    let mut set = crate::outputs_cli::create(plan)?;
     let weight = folded_weight(args);
     let setup = Setup {
         symbols: &symbols,
@@ -313,16 +349,24 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
         conv.set_window(w);
     }
     for (t, out) in targets.iter().zip(set.writers()) {
-        conv.add_sink((t.format.open)(out, &setup).map_err(|e| fail(exit::OUTPUT, e))?);
+        let sink = (t.format.open)(out, &setup).map_err(|e| {
+            // An input the sink reads (DWARF) rather than its output.
+            let input = e.kind() == std::io::ErrorKind::InvalidData;
+            fail(if input { exit::INPUT } else { exit::OUTPUT }, e)
+        })?;
+        conv.add_sink(sink);
     }
     input.captures.iter().for_each(super::print_skipped);
     let mut bar = crate::progress_bar::Bar::new(!args.no_progress && input.saved.is_none());
     let report = convert::convert_loaded(&input, &read.images, conv, &mut bar)
         .map_err(|e| conversion_failure(&e))?;
-    check_decoded(&input, &report)?;
+    check_decoded(args, &input, &report)?;
     // Every output is complete: all of them take their final names now.
     set.commit().map_err(|e| output_failure(&e))?;
     print_summary(&report, windowed);
+    for n in &report.notes {
+        eprintln!("trace-convert: note: {}", trace_convert::escape::escaped(n));
+    }
     if let (Some(names), Some(w)) = (args.window.functions_alone(), report.window) {
         if w.shown == 0 {
             eprintln!(
@@ -340,7 +384,7 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
              every folded weight is 0; use --folded-weight instructions"
         );
     }
-    print_written(&targets);
+    print_written(&targets, example);
     Ok(())
 }
 
@@ -375,6 +419,24 @@ fn choose_input(args: &ConvertArgs) -> Result<(PathBuf, Vec<PathBuf>, bool), Exi
     Ok((path, elves, example))
 }
 
+/// Refuse an input that does not exist, or a folder that is not a
+/// snapshot, before anything is read.
+fn check_input_path(path: Option<&Path>) -> Result<(), ExitCode> {
+    let Some(p) = path else {
+        return Ok(());
+    };
+    match input::Kind::detect(p) {
+        Err(e) => Err(fail(input_code(&e), e)),
+        Ok(input::Kind::Snapshot) if p.join("snapshot.ini").symlink_metadata().is_err() => {
+            Err(fail(
+                exit::INPUT,
+                input::InputError::NotASnapshot(p.to_path_buf()),
+            ))
+        }
+        Ok(_) => Ok(()),
+    }
+}
+
 /// The outputs to write (into `out` for the bundled example when none is
 /// given), refused when there are none, when one needs a capture and
 /// the input is `saved` events, or when `--out-dir` names a file.
@@ -392,10 +454,11 @@ fn choose_targets(
     }
     if targets.is_empty() {
         if let Some(p) = Some(path).filter(|p| !p.exists()) {
+            // A missing input, as with a subcommand (and not one either).
             return Err(fail(
-                exit::USAGE,
+                exit::INPUT,
                 format!(
-                    "`{}` is neither a subcommand (packets, decode, convert, report) nor an existing input (see --help)",
+                    "{}: no such file or directory (nor a subcommand: packets, decode, convert, report; see --help)",
                     p.display()
                 ),
             ));
@@ -478,6 +541,7 @@ fn load_symbols(
 ) -> Result<Symbolizer, ExitCode> {
     let mut symbols = Symbolizer::default();
     symbols.set_demangle(!args.no_demangle);
+    symbols.set_path_map(path_map(&args.path_map));
     for e in elves {
         symbols.add_elf(e).map_err(|e| fail(exit::INPUT, e))?;
     }
@@ -537,7 +601,10 @@ fn open_input(
     super::print_notes(&input);
     for s in input.captures.iter().flat_map(|c| &c.sources) {
         if s.protocol.traces_instructions() && !input.has_memory(&s.name, extra) {
-            eprintln!("trace-convert: {}", no_memory_warning(&s.name));
+            eprintln!(
+                "trace-convert: {}",
+                trace_convert::escape::escaped(&no_memory_warning(&s.name))
+            );
         }
     }
     plan.check_inputs(input.files().iter().map(PathBuf::as_path))
@@ -632,26 +699,33 @@ fn conversion_failure(e: &ConvertError) -> ExitCode {
 }
 
 /// Refuse a run that read capture bytes of instruction trace and decoded
-/// nothing from them (no output takes its final name); saved events are
-/// taken as they are.
-fn check_decoded(input: &Input, report: &ConvertReport) -> Result<(), ExitCode> {
+/// nothing from them (no output takes its final name; see
+/// [`super::nothing_decoded`]); saved events are taken as they are.
+fn check_decoded(
+    args: &ConvertArgs,
+    input: &Input,
+    report: &ConvertReport,
+) -> Result<(), ExitCode> {
     if input.saved.is_some() || !input.expects_instructions() {
         return Ok(());
     }
     let bytes: u64 = report.captures.iter().map(|(_, b)| b).sum();
-    let decoded: u64 = report
+    let instructions: u64 = report.ids.values().map(|r| r.instructions).sum();
+    let nacc: u64 = report
         .ids
         .values()
-        .map(|r| r.instructions + r.nacc.values().sum::<u64>())
+        .map(|r| r.nacc.values().sum::<u64>())
         .sum();
-    if bytes > 0 && decoded == 0 {
-        return Err(fail(exit::CONFIG, super::nothing_decoded(input, bytes)));
+    let flags = args.source.flags();
+    match super::nothing_decoded(input, &flags, bytes, instructions, nacc) {
+        Some(why) => Err(fail(exit::CONFIG, why)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
-/// List the outputs written and how to open each.
-fn print_written(targets: &[Target]) {
+/// List the outputs written and how to open each (`example`: of the
+/// bundled example, whose source paths lead from the repository root).
+fn print_written(targets: &[Target], example: bool) {
     eprintln!("trace-convert: wrote:");
     for t in targets {
         let what = t.format.what;
@@ -659,8 +733,13 @@ fn print_written(targets: &[Target]) {
             eprintln!("  {what:<15} standard output");
         } else {
             let p = t.path.display().to_string();
+            let note = if example && t.format.flag == "lcov" {
+                "; the example's lead from the repository root"
+            } else {
+                ""
+            };
             eprintln!(
-                "  {what:<15} {p}  ({})",
+                "  {what:<15} {p}  ({}{note})",
                 t.format.how_to_open.replace("FILE", &p)
             );
         }
@@ -719,6 +798,15 @@ fn print_summary(r: &ConvertReport, windowed: bool) {
             ));
         }
         eprintln!("{line}");
+        if c.cycles_ignored > 0 {
+            let at: Vec<String> = c.cycles_ignored_at.iter().map(u64::to_string).collect();
+            eprintln!(
+                "trace-convert: ID {id:#04x}: {} ignored: the source is not cycle-accurate (ETMCR bit 12 clear), so its trace carries no cycle counts; first at offset {}{}",
+                plural(c.cycles_ignored, "cycle count"),
+                at.join(", "),
+                if c.cycles_ignored > at.len() as u64 { ", ..." } else { "" }
+            );
+        }
         for line in c.mismatches.lines(*id) {
             eprintln!("trace-convert: {line}");
         }
@@ -748,13 +836,16 @@ fn print_summary(r: &ConvertReport, windowed: bool) {
     if r.stacks_built {
         let s = r.stacks;
         eprintln!(
-            "trace-convert: call stacks: {} calls, {} returns ({} unmatched, {} inferred callers), {} tail calls, {} resets at gaps, deepest {}{}",
+            "trace-convert: call stacks: {} calls, {} returns ({} unmatched, {} inferred callers), {} tail calls, {} (at {}, {}, {} memory not accessible), deepest {}{}",
             s.calls,
             s.returns,
             s.unmatched_returns,
             s.inferred,
             s.tail_calls,
-            s.resets,
+            plural(s.resets, "reset"),
+            plural(s.resets_at_trace_on, "trace-on"),
+            plural(s.resets_at_gaps, "gap"),
+            s.resets_at_nacc,
             s.max_depth,
             if s.dropped > 0 {
                 format!(", {} calls beyond the depth bound dropped", s.dropped)

@@ -38,6 +38,7 @@ mod window_cli;
 use convert_cli::ConvertArgs;
 use listing_threads::{decode_pipelined, packets_pipelined, pipelines};
 use outputs_cli::{listing_plan, output_failure, with_output};
+use trace_convert::escape::escaped;
 use trace_convert::output::OutputPlan;
 
 /// Decode CoreSight ETMv3 and PTM (PFT) program trace and convert it into
@@ -113,7 +114,7 @@ enum Command {
     ///
     /// Examples:
     ///   trace-convert report                       (the bundled example)
-    ///   trace-convert report app.snapshot --elf app.elf --inline --sort total
+    ///   trace-convert report app.snapshot --elf app.elf --sort total
     ///   trace-convert report TC2 --format csv -o tc2.csv
     #[command(verbatim_doc_comment)]
     Report(report_cli::ReportArgs),
@@ -136,6 +137,16 @@ struct DecodeArgs {
         value_name = "FILE@ADDRESS"
     )]
     mem: Vec<trace_convert::input::memory::MemArg>,
+    /// Rewrite source paths that begin with FROM to begin with TO
+    /// (repeatable; see `trace-convert --help`). Example: --path-map
+    /// 'C:\ti\sdk=/opt/ti/sdk'
+    #[arg(
+        help_heading = "Code and symbols",
+        long,
+        value_name = "FROM=TO",
+        value_parser = convert_cli::parse_path_map
+    )]
+    path_map: Vec<String>,
     /// List every instruction with its disassembly instead of ranges.
     #[arg(help_heading = "Listing", long)]
     instructions: bool,
@@ -386,13 +397,17 @@ mod exit {
 }
 
 fn fail(code: u8, message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("trace-convert: {message}");
+    // One line, whatever names from the inputs it quotes.
+    let message = message.to_string();
+    eprintln!("trace-convert: {}", escaped(&message));
     ExitCode::from(code)
 }
 
 fn input_code(e: &InputError) -> u8 {
     match e {
-        InputError::NotFound(_) | InputError::Saved { .. } => exit::INPUT,
+        InputError::NotFound(_) | InputError::NotASnapshot(_) | InputError::Saved { .. } => {
+            exit::INPUT
+        }
         _ => exit::CONFIG,
     }
 }
@@ -403,7 +418,7 @@ fn print_notes(input: &input::Input) {
     const SHOWN: usize = 20;
     let notes = input.snapshot.as_ref().map_or(&[][..], |s| &s.notes[..]);
     for n in notes.iter().take(SHOWN) {
-        eprintln!("trace-convert: note: {n}");
+        eprintln!("trace-convert: note: {}", escaped(n));
     }
     if notes.len() > SHOWN {
         eprintln!(
@@ -413,23 +428,57 @@ fn print_notes(input: &input::Input) {
     }
 }
 
-/// The message of a run that decoded no instruction (and reached no
-/// address) from `bytes` bytes of capture.
-fn nothing_decoded(input: &input::Input, bytes: u64) -> String {
+/// The message of a run that decoded `instructions` instructions and
+/// reached `nacc` addresses outside the memory image from `bytes` bytes
+/// of capture, when that is a failure: no instruction, and either no
+/// address either or a capture file whose first bytes fit another
+/// protocol or layout than `flags` give (addresses outside the image
+/// alone are what a run without the image gives, and stand).
+fn nothing_decoded(
+    input: &input::Input,
+    flags: &SourceFlags,
+    bytes: u64,
+    instructions: u64,
+    nacc: u64,
+) -> Option<String> {
+    if bytes == 0 || instructions > 0 {
+        return None;
+    }
+    let hint = match (input.kind, input.captures.first()) {
+        (input::Kind::Capture, Some(c)) => trace_convert::hint::better(&c.path, flags),
+        _ => None,
+    };
+    if nacc > 0 && hint.is_none() {
+        return None;
+    }
     let sources: usize = input
         .captures
         .iter()
         .map(|c| c.sources.len() + usize::from(c.any_id.is_some()))
         .sum();
     let skipped: usize = input.captures.iter().map(|c| c.skipped.len()).sum();
-    let why = if sources == 0 && skipped > 0 {
+    let why = if let Some(f) = hint {
+        format!(
+            "its first bytes fit `{}` ({:.0}% in packets, {:.1} errors per KiB), not the flags given: try that",
+            f.flags(),
+            100.0 * f.share(),
+            f.errors_per_kib()
+        )
+    } else if sources == 0 && skipped > 0 {
         format!("no source could be decoded ({skipped} skipped, see above)")
     } else if sources == 0 {
         "no trace source is bound to the capture".to_owned()
     } else {
-        "check the source registers (ETMCR, ETMIDR) and the layout".to_owned()
+        "check the protocol, the layout and the source registers (ETMCR, ETMIDR)".to_owned()
     };
-    format!("decoded no instruction from {bytes} bytes of capture: {why}")
+    let reached = if nacc > 0 {
+        format!(" (only {nacc} addresses outside the memory image)")
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "decoded no instruction{reached} from {bytes} bytes of capture: {why}"
+    ))
 }
 
 /// The exit code and message for a failed capture read.
@@ -479,7 +528,11 @@ fn listing_input<'p>(
 /// Print why each source of `capture` that is not decoded is not.
 fn print_skipped(capture: &CaptureSpec) {
     for (name, why) in &capture.skipped {
-        eprintln!("trace-convert: {name}: not decoded: {why}");
+        eprintln!(
+            "trace-convert: {}: not decoded: {}",
+            escaped(name),
+            escaped(why)
+        );
     }
 }
 
@@ -541,7 +594,9 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
 #[derive(Debug, Default, Clone, Copy)]
 struct Totals {
     bytes: u64,
-    decoded: u64,
+    instructions: u64,
+    /// Addresses reached outside the memory image.
+    nacc: u64,
 }
 
 fn run_decode(args: &DecodeArgs) -> ExitCode {
@@ -576,17 +631,21 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
         Err(e) => return fail(exit::INPUT, e),
     };
     for name in input.without_memory(&images) {
-        eprintln!("trace-convert: {}", no_memory_warning(name));
+        eprintln!("trace-convert: {}", escaped(&no_memory_warning(name)));
     }
     // With ELF files, each line names its function (and, per
     // instruction, its source line).
     let symbols = if args.elf.is_empty() || format.is_none() {
         None
     } else {
-        match Symbolizer::from_elves(&args.elf) {
-            Ok(s) => Some(s),
-            Err(e) => return fail(exit::INPUT, e),
+        let mut s = Symbolizer::default();
+        s.set_path_map(convert_cli::path_map(&args.path_map));
+        for e in &args.elf {
+            if let Err(e) = s.add_elf(e) {
+                return fail(exit::INPUT, e);
+            }
         }
+        Some(s)
     };
     let mut totals = Totals::default();
     let mut listing = format.map(EventListing::new);
@@ -605,11 +664,22 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
                 _ => decode_listing(args, listing, capture, &images, out)?,
             };
             totals.bytes += t.bytes;
-            totals.decoded += t.decoded;
+            totals.instructions += t.instructions;
+            totals.nacc += t.nacc;
         }
-        if totals.bytes > 0 && totals.decoded == 0 && input.expects_instructions() {
+        let flags = args.input.flags();
+        let why = input.expects_instructions().then(|| {
+            nothing_decoded(
+                &input,
+                &flags,
+                totals.bytes,
+                totals.instructions,
+                totals.nacc,
+            )
+        });
+        if let Some(why) = why.flatten() {
             // The listing does not take its final name.
-            return Err(fail(exit::CONFIG, nothing_decoded(&input, totals.bytes)));
+            return Err(fail(exit::CONFIG, why));
         }
         Ok(())
     })
@@ -686,13 +756,8 @@ fn decode_summary(capture: &CaptureSpec, summary: &trace_core::capture::DecodeSu
     }
     Totals {
         bytes: summary.bytes,
-        // An address reached without memory counts: the trace was
-        // decoded as far as it can be without an image.
-        decoded: summary
-            .sources
-            .iter()
-            .map(|(_, c)| c.instructions + c.nacc)
-            .sum(),
+        instructions: summary.sources.iter().map(|(_, c)| c.instructions).sum(),
+        nacc: summary.sources.iter().map(|(_, c)| c.nacc).sum(),
     }
 }
 

@@ -5,7 +5,7 @@ use super::{exit, fail};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use trace_convert::output::{OutputError, OutputPlan};
+use trace_convert::output::{OutputError, OutputPlan, OutputSet};
 use trace_convert::sinks::registry::{Format, FORMATS};
 
 /// The exit code and message of an output error: a usage error when the
@@ -32,6 +32,16 @@ pub fn listing_plan<'p>(
     Ok(plan)
 }
 
+/// Create the outputs of `plan`, printing what was found on the way
+/// (temporary files left by killed runs).
+pub fn create(plan: OutputPlan) -> Result<OutputSet, ExitCode> {
+    let set = plan.create().map_err(|e| output_failure(&e))?;
+    for n in set.notes() {
+        eprintln!("trace-convert: note: {}", trace_convert::escape::escaped(n));
+    }
+    Ok(set)
+}
+
 /// Run `body` with the listing's writer, and commit the output only when
 /// `body` succeeds. A reader that closed standard output early (`| head`)
 /// is not an error.
@@ -39,9 +49,9 @@ pub fn with_output(
     plan: OutputPlan,
     body: impl FnOnce(&mut dyn Write) -> Result<(), ExitCode>,
 ) -> ExitCode {
-    let mut set = match plan.create() {
+    let mut set = match create(plan) {
         Ok(s) => s,
-        Err(e) => return output_failure(&e),
+        Err(code) => return code,
     };
     let Some(mut out) = set.writers().pop() else {
         return fail(exit::OUTPUT, "no output");

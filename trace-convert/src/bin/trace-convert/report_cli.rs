@@ -15,12 +15,7 @@ use trace_convert::sinks::report::{ReportFormat, ReportOptions, SortKey};
     "A snapshot directory (snapshot.ini) or a capture file; none at all reports on the bundled example"
 )))]
 pub struct ReportArgs {
-    #[command(flatten)]
-    convert: ConvertArgs,
-    /// Inlined functions (DWARF) get rows of their own; without it their
-    /// code counts for the function it was inlined into.
-    #[arg(help_heading = "Report", long)]
-    inline: bool,
+    // The report's own options come first, so its help starts with them.
     /// The report's form: aligned text, CSV with a header, or a JSON array
     /// (schema in docs/report.md).
     #[arg(help_heading = "Report", long, value_enum, default_value_t = FormatArg::Text)]
@@ -33,6 +28,8 @@ pub struct ReportArgs {
     /// output). The file appears only when the report is complete.
     #[arg(help_heading = "Report", short, long, value_name = "FILE")]
     output: Option<PathBuf>,
+    #[command(flatten)]
+    convert: ConvertArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -98,7 +95,9 @@ pub fn run(mut args: ReportArgs) -> ExitCode {
             SortArg::Calls => SortKey::Calls,
             SortArg::Name => SortKey::Name,
         },
-        inline: args.inline,
+        // Inlined functions have rows as they have frames in every
+        // output; `--no-inline` leaves them out of all.
+        inline: true,
     };
     convert_cli::run(&args.convert)
 }

@@ -51,6 +51,25 @@ impl WindowArgs {
     }
 }
 
+/// The trace IDs a window keeps, of those given with `--trace-id`: none
+/// (every ID) for a raw capture, whose one `--trace-id` names the ID its
+/// bytes are reported under rather than choosing among sources.
+pub fn window_ids<'a>(input: Option<&Input>, ids: &'a [u8]) -> &'a [u8] {
+    if input.is_some_and(is_raw) {
+        return &[];
+    }
+    ids
+}
+
+/// A capture file of one source's raw bytes, described by flags.
+fn is_raw(input: &Input) -> bool {
+    input.snapshot.is_none()
+        && input
+            .captures
+            .iter()
+            .any(|c| matches!(c.layout, trace_core::frames::FrameMode::Raw { .. }))
+}
+
 /// Keep only the sources of `input` with one of the trace IDs `ids` (all
 /// when none is given; one ID is kept by the input itself). A raw
 /// capture described by flags holds one source: more than one ID is
@@ -64,12 +83,7 @@ pub fn keep_ids(input: &mut Input, ids: &[u8]) -> Result<(), String> {
     if ids.len() < 2 {
         return Ok(());
     }
-    let raw = input.snapshot.is_none()
-        && input
-            .captures
-            .iter()
-            .any(|c| matches!(c.layout, trace_core::frames::FrameMode::Raw { .. }));
-    if raw {
+    if is_raw(input) {
         return Err(
             "a raw capture holds one source: give one --trace-id (or --layout frames)".to_owned(),
         );

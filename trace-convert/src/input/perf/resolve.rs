@@ -13,7 +13,7 @@ use crate::input::shown::shown;
 use crate::input::snapshot::{Device, Dump, Snapshot};
 use crate::input::source::{CaptureSpec, Protocol, SourceRegs, SourceSpec, Task};
 use crate::input::{Input, InputError, Kind};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use trace_core::frames::FrameMode;
 use trace_core::memory::Contents;
@@ -62,12 +62,8 @@ pub fn resolve(path: &Path, lookup: Lookup<'_>) -> Result<Input, InputError> {
         .map(|p| capture_of(path, p, &sources, &skipped, &tasks))
         .collect();
     let dumps = dumps(&perf, lookup, &mut notes);
-    let snapshot = snapshot_of(path, &captures, &dumps, &tasks, notes).map_err(|e| {
-        fail(PerfError::Bad {
-            offset: 0,
-            what: format!("cannot open the file system root to read mapped files: {e}"),
-        })
-    })?;
+    let snapshot = snapshot_of(path, &captures, &dumps, &tasks, notes)
+        .map_err(|what| fail(PerfError::Bad { offset: 0, what }))?;
     Ok(Input {
         kind: Kind::PerfData,
         captures,
@@ -275,21 +271,140 @@ pub struct Piece {
     pub raw: bool,
 }
 
-/// Whether AUX record `aux` (of CPU `cpu` and thread `tid`, when its
-/// samples say) is about buffer `a`'s part of the AUX area (one area per
-/// CPU, or per thread).
-fn same_area(aux: &Aux, cpu: Option<u32>, tid: Option<u32>, a: &Auxtrace) -> bool {
-    let cpu_ok = match cpu {
-        Some(c) => a.cpu == u32::MAX || c == a.cpu,
-        None => true,
-    };
-    let tid_ok = match tid {
-        Some(t) => a.cpu != u32::MAX || a.tid == u32::MAX || t == a.tid,
-        None => true,
-    };
-    let end = a.offset.saturating_add(a.size);
-    let aux_end = aux.offset.saturating_add(aux.size);
-    cpu_ok && tid_ok && aux.offset < end.max(a.offset.saturating_add(1)) && aux_end > a.offset
+/// The AUX records of one group of [`Areas`], indexed for the questions
+/// [`pieces`] asks about an AUXTRACE buffer: each answer costs a binary
+/// search plus what it returns, so a recording with many records is cut
+/// in time proportional to its size.
+#[derive(Debug, Default)]
+struct AuxGroup {
+    /// Where each record's data ends, sorted, each once.
+    ends: Vec<u64>,
+    /// Starts of the records with the truncated flag: those with data,
+    /// and those without (which do not reach into a buffer starting there).
+    truncated: BTreeSet<u64>,
+    truncated_empty: BTreeSet<u64>,
+    /// The records with the raw flag by start, each with the largest end
+    /// of those up to it.
+    raw: Vec<(u64, u64)>,
+}
+
+impl AuxGroup {
+    fn add(&mut self, aux: &Aux) {
+        let end = aux.offset.saturating_add(aux.size);
+        self.ends.push(end);
+        if aux.flags & Aux::TRUNCATED != 0 {
+            if aux.size > 0 {
+                self.truncated.insert(aux.offset);
+            } else {
+                self.truncated_empty.insert(aux.offset);
+            }
+        }
+        if aux.flags & Aux::RAW != 0 {
+            self.raw.push((aux.offset, end));
+        }
+    }
+
+    fn seal(&mut self) {
+        self.ends.sort_unstable();
+        self.ends.dedup();
+        self.raw.sort_unstable();
+        let mut reach = 0;
+        for r in &mut self.raw {
+            reach = reach.max(r.1);
+            r.1 = reach;
+        }
+    }
+
+    /// The ends of records strictly between `lo` and `hi`.
+    fn ends_between(&self, lo: u64, hi: u64) -> &[u64] {
+        let from = self.ends.partition_point(|&e| e <= lo);
+        let to = self.ends.partition_point(|&e| e < hi).max(from);
+        examined(to - from);
+        &self.ends[from..to]
+    }
+
+    /// Whether a record with the truncated flag that reaches into a
+    /// buffer starting at `lo` starts at `at` (`at >= lo`).
+    fn truncated_at(&self, at: u64, lo: u64) -> bool {
+        examined(1);
+        self.truncated.contains(&at) || (at > lo && self.truncated_empty.contains(&at))
+    }
+
+    /// Whether a record with the raw flag overlaps `lo..hi`.
+    fn raw_overlaps(&self, lo: u64, hi: u64) -> bool {
+        examined(1);
+        let k = self.raw.partition_point(|&(start, _)| start < hi);
+        k > 0 && self.raw[k - 1].1 > lo
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// AUX records examined by [`pieces`], counted in tests (the cost
+    /// that must grow in proportion to the recording).
+    static EXAMINED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+#[cfg(test)]
+fn examined(n: usize) {
+    EXAMINED.with(|c| c.set(c.get() + n));
+}
+
+#[cfg(not(test))]
+#[inline]
+fn examined(_: usize) {}
+
+/// The AUX records of a recording, grouped by what their samples say of
+/// their area: an AUX record is about a per-CPU buffer's area when its
+/// CPU is that CPU or unknown, about a per-thread buffer's area when its
+/// thread is that thread or unknown (or the buffer names no thread).
+#[derive(Debug, Default)]
+struct Areas {
+    by_cpu: BTreeMap<u32, AuxGroup>,
+    no_cpu: AuxGroup,
+    by_tid: BTreeMap<u32, AuxGroup>,
+    no_tid: AuxGroup,
+    all: AuxGroup,
+}
+
+impl Areas {
+    fn new(records: &[Record]) -> Areas {
+        let mut areas = Areas::default();
+        for r in records {
+            let Body::Aux(aux) = &r.body else { continue };
+            match r.sample.cpu {
+                Some(c) => areas.by_cpu.entry(c).or_default().add(aux),
+                None => areas.no_cpu.add(aux),
+            }
+            match r.sample.tid.map(|(_, tid)| tid) {
+                Some(t) => areas.by_tid.entry(t).or_default().add(aux),
+                None => areas.no_tid.add(aux),
+            }
+            areas.all.add(aux);
+        }
+        let groups = areas.by_cpu.values_mut().chain(areas.by_tid.values_mut());
+        for g in groups {
+            g.seal();
+        }
+        areas.no_cpu.seal();
+        areas.no_tid.seal();
+        areas.all.seal();
+        areas
+    }
+
+    /// The groups (disjoint) of the AUX records about buffer `a`'s area.
+    fn of(&self, a: &Auxtrace) -> Vec<&AuxGroup> {
+        let (known, unknown, key) = if a.cpu != u32::MAX {
+            (&self.by_cpu, &self.no_cpu, a.cpu)
+        } else if a.tid != u32::MAX {
+            (&self.by_tid, &self.no_tid, a.tid)
+        } else {
+            return vec![&self.all];
+        };
+        let mut groups = vec![unknown];
+        groups.extend(known.get(&key));
+        groups
+    }
 }
 
 /// The pieces of AUX data: each AUXTRACE buffer, cut where an AUX record
@@ -298,44 +413,33 @@ fn same_area(aux: &Aux, cpu: Option<u32>, tid: Option<u32>, a: &Auxtrace) -> boo
 /// an AUX record with the truncated flag starts follows lost trace: a
 /// note says so.
 pub fn pieces(perf: &PerfData, notes: &mut Vec<String>) -> Vec<Piece> {
-    let auxes: Vec<(Aux, Option<u32>, Option<u32>)> = perf
-        .records
-        .iter()
-        .filter_map(|r| match r.body {
-            Body::Aux(a) => Some((a, r.sample.cpu, r.sample.tid.map(|(_, tid)| tid))),
-            _ => None,
-        })
-        .collect();
+    let areas = Areas::new(&perf.records);
     let mut out = Vec::new();
     for (r, a) in perf.auxtraces() {
         if a.size == 0 {
             continue;
         }
-        let mine: Vec<&(Aux, Option<u32>, Option<u32>)> = auxes
-            .iter()
-            .filter(|(x, cpu, tid)| same_area(x, *cpu, *tid, a))
-            .collect();
-        let raw = mine.iter().any(|(x, _, _)| x.flags & Aux::RAW != 0);
+        let groups = areas.of(a);
         // The area's end, as far as the AUX offsets can count (the file
         // holds all `a.size` bytes of trace: `a.data + a.size` cannot
         // overflow).
-        let mut end = a.offset.saturating_add(a.size);
+        let full = a.offset.saturating_add(a.size);
+        let raw = groups.iter().any(|g| g.raw_overlaps(a.offset, full));
+        let mut end = full;
         // perf pads the data to 8 bytes: the bytes after the last AUX
         // record's data are not trace.
-        if let Some(covered) = mine
+        if let Some(covered) = groups
             .iter()
-            .map(|(x, _, _)| x.offset.saturating_add(x.size))
-            .filter(|&e| e > a.offset && e < end)
+            .filter_map(|g| g.ends_between(a.offset, end).last().copied())
             .max()
         {
             if end - covered < 8 {
                 end = covered;
             }
         }
-        let mut cuts: Vec<u64> = mine
+        let mut cuts: Vec<u64> = groups
             .iter()
-            .map(|(x, _, _)| x.offset.saturating_add(x.size))
-            .filter(|&e| e > a.offset && e < end)
+            .flat_map(|g| g.ends_between(a.offset, end).iter().copied())
             .collect();
         cuts.push(end);
         cuts.sort_unstable();
@@ -346,10 +450,7 @@ pub fn pieces(perf: &PerfData, notes: &mut Vec<String>) -> Vec<Piece> {
                 continue;
             }
             let start = a.data + (from - a.offset);
-            if mine
-                .iter()
-                .any(|(x, _, _)| x.offset == from && x.flags & Aux::TRUNCATED != 0)
-            {
+            if groups.iter().any(|g| g.truncated_at(from, a.offset)) {
                 notes.push(format!(
                     "AUX data at offset {start} (AUXTRACE record at {}, CPU {}): the trace buffer wrapped before it and trace was lost; decoding starts again there",
                     r.offset,
@@ -377,30 +478,71 @@ fn cpu_text(cpu: u32) -> String {
     }
 }
 
+/// Where a mapped file was looked for.
+enum Found {
+    /// The file, at a path inside the folder it was looked for in.
+    At(PathBuf),
+    /// Nowhere.
+    Missing,
+    /// Its name (or a link) leads outside `--symfs` or the build-ID
+    /// cache: not read.
+    Outside,
+}
+
 /// Where the mapped file `m` is found: under `symfs`, in the build-ID
-/// cache, or (without `symfs`) at its own path.
-fn find_file(m: &Mmap, build_id: Option<&str>, lookup: Lookup<'_>) -> Option<PathBuf> {
+/// cache, or (without `symfs`) at its own path. A name whose `..` parts
+/// climb above `symfs`, or a file under `symfs` or the cache that is a
+/// link to a file outside them, is not read.
+fn find_file(m: &Mmap, build_id: Option<&str>, lookup: Lookup<'_>) -> Found {
     let symfs = lookup.symfs;
     let name = Path::new(&m.filename);
-    let mut tries = Vec::new();
+    // (path, the folder it must stay inside)
+    let mut tries: Vec<(PathBuf, Option<&Path>)> = Vec::new();
+    let mut outside = false;
     if let Some(dir) = symfs {
-        let rel = name.strip_prefix("/").unwrap_or(name);
-        tries.push(dir.join(rel));
+        let text = m.filename.trim_start_matches('/');
+        match crate::input::folder::relative(text) {
+            Some(rel) => tries.push((dir.join(rel), Some(dir))),
+            None => outside = !text.is_empty(),
+        }
         if let Some(base) = name.file_name() {
-            tries.push(dir.join(base));
+            tries.push((dir.join(base), Some(dir)));
         }
     }
-    if let Some(id) = build_id.filter(|id| id.len() > 2) {
+    if let Some(id) =
+        build_id.filter(|id| id.len() > 2 && id.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
         if let Some(cache) = lookup.build_id_cache {
             let link = cache.join(".build-id").join(&id[..2]).join(&id[2..]);
-            tries.push(link.join("elf"));
-            tries.push(link);
+            tries.push((link.join("elf"), Some(cache)));
+            tries.push((link, Some(cache)));
         }
     }
     if symfs.is_none() && name.is_absolute() {
-        tries.push(name.to_path_buf());
+        tries.push((name.to_path_buf(), None));
     }
-    tries.into_iter().find(|p| p.is_file())
+    for (path, inside) in tries {
+        if !path.is_file() {
+            continue;
+        }
+        match inside {
+            Some(dir) if !stays_inside(&path, dir) => outside = true,
+            _ => return Found::At(path),
+        }
+    }
+    if outside {
+        Found::Outside
+    } else {
+        Found::Missing
+    }
+}
+
+/// Whether `path`, links resolved, lies inside folder `dir`.
+fn stays_inside(path: &Path, dir: &Path) -> bool {
+    match (std::fs::canonicalize(path), std::fs::canonicalize(dir)) {
+        (Ok(p), Ok(d)) => p.starts_with(d),
+        _ => false,
+    }
 }
 
 /// A memory dump of a mapping: the process that mapped it (`u32::MAX`:
@@ -417,6 +559,7 @@ fn dumps(perf: &PerfData, lookup: Lookup<'_>, notes: &mut Vec<String>) -> Vec<Ma
         .collect();
     let mut out = Vec::new();
     let mut missing: BTreeMap<String, u64> = BTreeMap::new();
+    let mut outside: BTreeMap<String, u64> = BTreeMap::new();
     for r in &perf.records {
         let Body::Mmap(m) = &r.body else { continue };
         if !m.exec || m.len == 0 {
@@ -433,9 +576,16 @@ fn dumps(perf: &PerfData, lookup: Lookup<'_>, notes: &mut Vec<String>) -> Vec<Ma
             .as_ref()
             .map(|b| b.iter().map(|x| format!("{x:02x}")).collect::<String>())
             .or_else(|| ids.get(m.filename.as_str()).cloned());
-        let Some(found) = find_file(m, id.as_deref(), lookup) else {
-            *missing.entry(shown(&m.filename)).or_default() += 1;
-            continue;
+        let found = match find_file(m, id.as_deref(), lookup) {
+            Found::At(found) => found,
+            Found::Missing => {
+                *missing.entry(shown(&m.filename)).or_default() += 1;
+                continue;
+            }
+            Found::Outside => {
+                *outside.entry(shown(&m.filename)).or_default() += 1;
+                continue;
+            }
         };
         let Ok(real) = std::fs::canonicalize(&found) else {
             continue;
@@ -468,6 +618,15 @@ fn dumps(perf: &PerfData, lookup: Lookup<'_>, notes: &mut Vec<String>) -> Vec<Ma
             },
         ));
     }
+    for (name, n) in outside {
+        notes.push(format!(
+            "{name}: mapped {n} time(s), but the name (or a link it reaches) leads outside {}: not read, code there is not decoded",
+            match lookup.symfs {
+                Some(d) => format!("--symfs {} and the build-ID cache", d.display()),
+                None => "the build-ID cache".into(),
+            }
+        ));
+    }
     for (name, n) in missing {
         notes.push(format!(
             "{name}: mapped {n} time(s) but not found ({}): code there is not decoded",
@@ -485,6 +644,9 @@ fn dumps(perf: &PerfData, lookup: Lookup<'_>, notes: &mut Vec<String>) -> Vec<Ma
     out
 }
 
+/// The most mappings all processes' address spaces may hold together.
+const MAX_MAPPED: usize = 1 << 20;
+
 /// The snapshot that stands for the recording: per CPU, a core device
 /// whose dumps are the mapped files, and the trace source bound to it; a
 /// capture of a known thread reads its process's mappings only (a core
@@ -495,23 +657,35 @@ fn snapshot_of(
     dumps: &[Mapped],
     tasks: &Tasks,
     notes: Vec<String>,
-) -> std::io::Result<Snapshot> {
-    let folder = Folder::open(Path::new("/"))?;
+) -> Result<Snapshot, String> {
+    let folder = Folder::open(Path::new("/"))
+        .map_err(|e| format!("cannot open the file system root to read mapped files: {e}"))?;
+    // Every process's address space holds the kernel's mappings too: a
+    // few kilobytes of records could ask for billions of entries.
+    let mut entries = 0usize;
     let mut devices = Vec::new();
+    let owned = Owned::new(dumps);
     let mut core_sources: Vec<(String, String)> = Vec::new();
+    let mut bound: std::collections::HashSet<String> = std::collections::HashSet::new();
     for c in captures {
         for s in &c.sources {
-            if core_sources.iter().any(|(_, n)| *n == s.name) {
+            if !bound.insert(s.name.clone()) {
                 continue;
             }
             let core = s.core.clone().unwrap_or_else(|| s.name.clone());
             let (name, dumps) = match &c.task {
                 Some(t) => (
                     format!("{core} pid {}", t.pid),
-                    tasks.mapped_by(t.pid, dumps),
+                    tasks.mapped_by(t.pid, &owned),
                 ),
                 None => (core, dumps.iter().map(|(_, _, d)| d.clone()).collect()),
             };
+            entries += dumps.len();
+            if entries > MAX_MAPPED {
+                return Err(format!(
+                    "the processes' mappings add up to more than {MAX_MAPPED} (the kernel's count once per process): not read"
+                ));
+            }
             devices.push(Device {
                 name: name.clone(),
                 class: "core".into(),
@@ -532,6 +706,8 @@ fn snapshot_of(
         core_sources,
         timestamp_hz: None,
         notes,
+        device_index: Default::default(),
+        source_index: Default::default(),
     })
 }
 
@@ -610,8 +786,8 @@ impl Tasks {
 
     /// The dumps of process `pid`'s address space: its own mappings since
     /// its last exec, those of the processes it was forked from (up to an
-    /// exec), and the kernel's.
-    fn mapped_by(&self, pid: u32, dumps: &[Mapped]) -> Vec<Dump> {
+    /// exec), and the kernel's; in the order of their records.
+    fn mapped_by(&self, pid: u32, owned: &Owned<'_>) -> Vec<Dump> {
         let mut chain = vec![pid];
         let mut at = pid;
         while let Some(&p) = self.parent.get(&at) {
@@ -621,15 +797,41 @@ impl Tasks {
             chain.push(p);
             at = p;
         }
-        dumps
-            .iter()
-            .filter(|(owner, offset, _)| {
-                *owner == u32::MAX
-                    || (chain.contains(owner)
-                        && self.exec_at.get(owner).is_none_or(|&e| *offset > e))
-            })
-            .map(|(_, _, d)| d.clone())
-            .collect()
+        let mut picked: Vec<usize> = owned.of(u32::MAX).to_vec();
+        for owner in &chain {
+            let exec = self.exec_at.get(owner);
+            picked.extend(
+                owned
+                    .of(*owner)
+                    .iter()
+                    .filter(|&&i| exec.is_none_or(|&e| owned.dumps[i].1 > e)),
+            );
+        }
+        picked.sort_unstable();
+        picked.dedup();
+        picked.iter().map(|&i| owned.dumps[i].2.clone()).collect()
+    }
+}
+
+/// The mapped dumps by the process that mapped them (positions in the
+/// list), so that each process's address space is made from its own
+/// (a recording of thousands of processes made it quadratic).
+struct Owned<'a> {
+    dumps: &'a [Mapped],
+    by_owner: BTreeMap<u32, Vec<usize>>,
+}
+
+impl<'a> Owned<'a> {
+    fn new(dumps: &'a [Mapped]) -> Owned<'a> {
+        let mut by_owner: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for (i, (owner, _, _)) in dumps.iter().enumerate() {
+            by_owner.entry(*owner).or_default().push(i);
+        }
+        Owned { dumps, by_owner }
+    }
+
+    fn of(&self, owner: u32) -> &[usize] {
+        self.by_owner.get(&owner).map_or(&[], Vec::as_slice)
     }
 }
 
@@ -727,7 +929,7 @@ mod tests {
             (u32::MAX, 1, dump("kernel")),
         ];
         let names = |pid| -> Vec<String> {
-            t.mapped_by(pid, &dumps)
+            t.mapped_by(pid, &Owned::new(&dumps))
                 .iter()
                 .map(|d| d.path.display().to_string())
                 .collect()
@@ -735,5 +937,77 @@ mod tests {
         assert_eq!(names(20), ["app", "kernel"]);
         assert_eq!(names(40), ["sh", "forked", "kernel"]);
         assert_eq!(names(10), ["sh", "kernel"]);
+    }
+
+    /// A recording of `n` drains of 160 bytes, in `buffers` AUXTRACE
+    /// buffers (of one CPU); the pieces cut and the AUX records examined.
+    fn cut(n: usize, one_buffer: bool) -> (Vec<Piece>, usize) {
+        use trace_encode::perf::{write_perf_data, AuxBuffer, AuxPiece, PerfSource, PerfSpec};
+        let piece = |i: usize| AuxPiece {
+            data: vec![(i % 251) as u8; 160],
+            truncated: i % 7 == 3,
+        };
+        let buffers = if one_buffer {
+            vec![AuxBuffer {
+                cpu: Some(0),
+                tid: None,
+                pieces: (0..n).map(piece).collect(),
+            }]
+        } else {
+            (0..n)
+                .map(|i| AuxBuffer {
+                    cpu: Some(0),
+                    tid: None,
+                    pieces: vec![piece(i)],
+                })
+                .collect()
+        };
+        let bytes = write_perf_data(&PerfSpec {
+            sources: vec![PerfSource {
+                cpu: 0,
+                trace_id: 0x10,
+                etmcr: 0x1000,
+                etmccer: 0,
+                etmidr: 0x4114_F250,
+            }],
+            version: 1,
+            hw_id_records: false,
+            raw: false,
+            piped: false,
+            index: true,
+            pid: 1,
+            comm: "app".into(),
+            mmaps: Vec::new(),
+            tasks: Vec::new(),
+            buffers,
+            attr_config: None,
+        });
+        let perf = PerfData::parse(&bytes).expect("perf.data");
+        EXAMINED.with(|c| c.set(0));
+        let mut notes = Vec::new();
+        let pieces = pieces(&perf, &mut notes);
+        assert_eq!(notes.len(), (0..n).filter(|i| i % 7 == 3).count());
+        (pieces, EXAMINED.with(std::cell::Cell::get))
+    }
+
+    #[test]
+    fn cutting_a_recording_examines_each_aux_record_a_bounded_number_of_times() {
+        for one_buffer in [true, false] {
+            for n in [500, 2000] {
+                let (pieces, examined) = cut(n, one_buffer);
+                assert_eq!(pieces.len(), n, "one piece per drain");
+                assert!(pieces.iter().all(|p| p.len == 160));
+                // Linear: a few looks per record (quadratic was n * n).
+                assert!(
+                    examined <= 8 * n,
+                    "{n} records ({}): {examined} examined",
+                    if one_buffer {
+                        "one buffer"
+                    } else {
+                        "a buffer each"
+                    }
+                );
+            }
+        }
     }
 }

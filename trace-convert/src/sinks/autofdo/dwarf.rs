@@ -79,6 +79,12 @@ impl ProfileDwarf {
         Ok(out)
     }
 
+    /// Whether no function was found (no file had DWARF).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.functions.is_empty()
+    }
+
     fn add_dwarf<R: Reader<Offset = usize>>(
         &mut self,
         dwarf: &gimli::Dwarf<R>,

@@ -512,6 +512,26 @@ impl Coverage {
     where
         F: Fn(u32) -> Option<LineInfo>,
     {
+        self.to_lcov_inlined(lookup, rows, &[], opts)
+    }
+
+    /// [`to_lcov`](Self::to_lcov), with the inlined copies of functions
+    /// (name and where the copy is entered, see
+    /// [`Symbolizer::inlined_copies`](crate::symbols::Symbolizer::inlined_copies))
+    /// as functions too: each copy is listed in the file its entry's line
+    /// lies in, and a function's `FNDA` adds the reach count of every
+    /// copy's entry to that of its own entry (a function that was only
+    /// inlined is listed at its first copy's line).
+    pub fn to_lcov_inlined<F>(
+        &self,
+        lookup: F,
+        rows: impl IntoIterator<Item = u32>,
+        inlined: &[(String, u32)],
+        opts: &LcovOptions,
+    ) -> LcovReport
+    where
+        F: Fn(u32) -> Option<LineInfo>,
+    {
         let insns = self.instructions();
         let mut report = LcovReport {
             test_name: opts.test_name.clone(),
@@ -564,6 +584,20 @@ impl Coverage {
                     add_function(file, f);
                 }
             }
+        }
+        for (name, entry) in inlined {
+            let Some(li) = lookup(*entry) else {
+                continue;
+            };
+            let count = reach.get(&(entry & !1)).copied().unwrap_or(0);
+            let file = report.files.entry(li.file.clone()).or_default();
+            file.functions
+                .entry(name.clone())
+                .and_modify(|f| f.count += count)
+                .or_insert(FunctionCoverage {
+                    line: li.line,
+                    count,
+                });
         }
         report
     }

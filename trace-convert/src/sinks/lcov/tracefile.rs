@@ -19,6 +19,7 @@
 //! A branch's count is `-` when the code holding it never ran. The output
 //! is deterministic: the same model always gives the same bytes.
 
+use crate::escape::escaped;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
@@ -136,26 +137,28 @@ impl LcovReport {
     ///
     /// # Errors
     ///
-    /// `InvalidInput` when a test name, path or function name holds a line
-    /// break (it would break the line-based format), or a function name is
-    /// empty; otherwise the error of the writer.
+    /// `InvalidInput` when a test name, path or function name is empty;
+    /// otherwise the error of the writer. Control characters in them (line
+    /// breaks too) are written escaped ([`crate::escape`]).
     pub fn write<W: Write>(&self, w: &mut W) -> io::Result<()> {
         let mut out = io::BufWriter::new(w);
         for (path, file) in &self.files {
+            // Control characters (line breaks too) escaped: see
+            // crate::escape.
             if let Some(tn) = &self.test_name {
                 check_text("test name", tn)?;
-                writeln!(out, "TN:{tn}")?;
+                writeln!(out, "TN:{}", escaped(tn))?;
             }
             check_text("source path", path)?;
-            writeln!(out, "SF:{path}")?;
+            writeln!(out, "SF:{}", escaped(path))?;
             let mut fns: Vec<(&String, &FunctionCoverage)> = file.functions.iter().collect();
             fns.sort_by_key(|(name, f)| (f.line, *name));
             for (name, f) in &fns {
                 check_text("function name", name)?;
-                writeln!(out, "FN:{},{name}", f.line)?;
+                writeln!(out, "FN:{},{}", f.line, escaped(name))?;
             }
             for (name, f) in &fns {
-                writeln!(out, "FNDA:{},{name}", f.count)?;
+                writeln!(out, "FNDA:{},{}", f.count, escaped(name))?;
             }
             let s = file.summary();
             writeln!(out, "FNF:{}", s.functions.found)?;
@@ -180,7 +183,7 @@ impl LcovReport {
 }
 
 fn check_text(what: &str, text: &str) -> io::Result<()> {
-    if text.is_empty() || text.contains(['\n', '\r']) {
+    if text.is_empty() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("{what} {text:?} cannot be written in an LCOV file"),
@@ -222,9 +225,25 @@ mod tests {
     }
 
     #[test]
-    fn line_breaks_in_names_are_refused() {
+    fn control_characters_in_names_are_escaped_and_empty_names_refused() {
         let mut r = LcovReport::default();
-        r.files.insert("a\nb".into(), FileCoverage::default());
+        let mut f = FileCoverage::default();
+        f.functions.insert(
+            "evil\nend_of_record\n\u{1b}[2J".into(),
+            FunctionCoverage { line: 1, count: 1 },
+        );
+        r.files.insert("a\nb.c".into(), f);
+        let mut out = Vec::new();
+        r.write(&mut out).expect("written");
+        let text = String::from_utf8(out).expect("UTF-8");
+        assert!(
+            text.starts_with("SF:a\\nb.c\nFN:1,evil\\nend_of_record\\n\\u{1b}[2J\n"),
+            "{text}"
+        );
+        assert_eq!(text.matches("end_of_record\n").count(), 1, "{text}");
+        assert!(!text.contains('\u{1b}'));
+        let mut r = LcovReport::default();
+        r.files.insert(String::new(), FileCoverage::default());
         assert!(r.write(&mut Vec::new()).is_err());
     }
 }

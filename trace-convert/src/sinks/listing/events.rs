@@ -320,11 +320,12 @@ pub(crate) fn write_instructions<W: Write + ?Sized>(
                     text,
                     if executed { "" } else { "  (condition failed)" }
                 )?;
+                // Names from the ELF file: control characters escaped.
                 if let Some(sym) = sym {
-                    write!(out, "  <{sym}>")?;
+                    write!(out, "  <{}>", crate::escape::escaped(&sym))?;
                 }
                 if let Some(line) = srcline {
-                    write!(out, "  {line}")?;
+                    write!(out, "  {}", crate::escape::escaped(&line))?;
                 }
                 out.write_all(b"\n")?;
             }

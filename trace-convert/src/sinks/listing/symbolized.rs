@@ -49,7 +49,7 @@ pub fn write_event_symbolized<W: Write + ?Sized>(
                 line.pop();
             }
             out.write_all(&line)?;
-            writeln!(out, "  <{sym}>")
+            writeln!(out, "  <{}>", crate::escape::escaped(&sym))
         }
     }
 }

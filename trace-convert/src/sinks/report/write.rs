@@ -4,6 +4,7 @@
 
 use super::table::Row;
 use super::{ReportFormat, SortKey};
+use crate::escape::escaped;
 use std::io::{self, Write};
 
 /// What is written: the sorted rows and the run's totals.
@@ -128,7 +129,7 @@ impl<'a> Report<'a> {
         writeln!(out, "#")?;
         for (r, c) in self.rows.iter().zip(&cells) {
             line(out, c, false)?;
-            writeln!(out, "{}", r.name)?;
+            writeln!(out, "{}", escaped(&r.name))?;
         }
         Ok(())
     }
@@ -142,7 +143,7 @@ impl<'a> Report<'a> {
             write!(
                 out,
                 "{},{},{},{:.4},{},{:.4},",
-                csv_field(&r.name),
+                csv_field(&escaped(&r.name)),
                 r.calls,
                 r.self_instructions,
                 self.percent(r.self_instructions),

@@ -398,7 +398,7 @@ pub(super) fn run_chunk(
     work: &Work<'_>,
     window: &Window,
     chunk: usize,
-    mut spare: impl FnMut() -> EventBuf,
+    mut spare: impl FnMut(bool) -> EventBuf,
 ) -> ChunkDone {
     let Work {
         shared,
@@ -411,9 +411,12 @@ pub(super) fn run_chunk(
     let start = window.base + range.start as u64;
     let bytes = window.bytes.get(range.clone()).unwrap_or(&[]);
     let mut lanes: PerId<Lane> = PerId::new();
+    let mut made = 0usize;
     let mut make = |id: u8| -> Option<Lane> {
         let (pcfg, cfg) = shared.source(id)?;
-        let mut events = spare();
+        // Room for the chunk's events for its first source only.
+        let mut events = spare(made == 0);
+        made += 1;
         events.clear();
         let mut parser = PacketParser::new(pcfg);
         if let Some(&ts) = seeds.get(id) {

@@ -1,0 +1,165 @@
+//! Names from inputs with control characters (and `;`, line breaks) are
+//! written escaped in every text output (docs/cli.md, "Names in text
+//! outputs"): the bundled example's ELF file with four function names
+//! rewritten in place (the same lengths) converts to outputs with no
+//! control character, whose records are those of the untouched ELF file
+//! with the names escaped.
+
+use super::convert_common::folded_map;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Each function name and what it becomes (the same length), and how
+/// the text outputs write that.
+const RENAMED: [(&str, &str, &str); 4] = [
+    ("crc_task", "crc\u{1b}[2Jk", "crc\\u{1b}[2Jk"),
+    ("sort_task", "sort\ntask", "sort\\ntask"),
+    ("format_task", "format;task", "format;task"),
+    ("main", "ma\u{7}n", "ma\\u{7}n"),
+];
+
+fn example() -> PathBuf {
+    test_support::repo_root().join("examples/snapshot")
+}
+
+/// The example's ELF with the names of [`RENAMED`] replaced wherever the
+/// file holds them as whole strings (symbol and DWARF string tables).
+fn evil_elf(dir: &Path) -> PathBuf {
+    let mut bytes = std::fs::read(example().join("example.elf")).expect("ELF");
+    for (from, to, _) in RENAMED {
+        assert_eq!(from.len(), to.len());
+        let needle = [b"\0", from.as_bytes(), b"\0"].concat();
+        let mut found = 0;
+        let mut i = 0;
+        while let Some(at) = bytes[i..].windows(needle.len()).position(|w| w == needle) {
+            let at = i + at + 1;
+            bytes[at..at + from.len()].copy_from_slice(to.as_bytes());
+            i = at + from.len();
+            found += 1;
+        }
+        assert!(found > 0, "{from}");
+    }
+    let path = dir.join("evil.elf");
+    std::fs::write(&path, bytes).expect("write");
+    path
+}
+
+fn run(args: &[&std::ffi::OsStr]) -> (Vec<u8>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_trace-convert"))
+        .args(args)
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{args:?}: {err}");
+    (out.stdout, err)
+}
+
+/// No control character but line feeds ending lines (and tabs).
+fn clean(what: &str, text: &[u8]) {
+    let bad: Vec<char> = String::from_utf8_lossy(text)
+        .chars()
+        .filter(|c| c.is_control() && *c != '\n')
+        .collect();
+    assert!(bad.is_empty(), "{what}: {bad:?}");
+}
+
+/// `text` with each escaped name of [`RENAMED`] put back as it was.
+fn unescaped(text: &str, folded: bool) -> String {
+    let mut t = text.to_owned();
+    for (from, to, shown) in RENAMED {
+        let shown = if folded {
+            shown.replace(';', ":")
+        } else {
+            shown.to_owned()
+        };
+        let _ = to;
+        t = t.replace(&shown, from);
+    }
+    t
+}
+
+/// Convert the example with `elf` into every text output in `dir`: the
+/// folded stacks, the LCOV, the text and CSV reports, the instruction
+/// listing and standard error.
+fn outputs(dir: &Path, elf: &Path) -> BTreeMap<&'static str, Vec<u8>> {
+    let f = |n: &str| dir.join(n);
+    let (_, err) = run(&[
+        example().as_os_str(),
+        "--elf".as_ref(),
+        elf.as_os_str(),
+        "--folded".as_ref(),
+        f("s.folded").as_os_str(),
+        "--lcov".as_ref(),
+        f("c.info").as_os_str(),
+        "--report".as_ref(),
+        f("r.txt").as_os_str(),
+    ]);
+    let (csv, _) = run(&[
+        "report".as_ref(),
+        example().as_os_str(),
+        "--elf".as_ref(),
+        elf.as_os_str(),
+        "--format".as_ref(),
+        "csv".as_ref(),
+    ]);
+    let (listing, _) = run(&[
+        "decode".as_ref(),
+        example().as_os_str(),
+        "--elf".as_ref(),
+        elf.as_os_str(),
+        "--instructions".as_ref(),
+    ]);
+    let read = |n: &str| std::fs::read(f(n)).expect("output");
+    BTreeMap::from([
+        ("folded", read("s.folded")),
+        ("lcov", read("c.info")),
+        ("report", read("r.txt")),
+        ("csv", csv),
+        ("listing", listing),
+        ("stderr", err.into_bytes()),
+    ])
+}
+
+#[test]
+fn names_with_control_characters_are_escaped_in_every_text_output() {
+    let dir = std::env::temp_dir().join(format!("tc-escaping-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("plain")).expect("mkdir");
+    std::fs::create_dir_all(dir.join("evil")).expect("mkdir");
+    let evil = evil_elf(&dir);
+    let plain = outputs(&dir.join("plain"), &example().join("example.elf"));
+    let got = outputs(&dir.join("evil"), &evil);
+    for (what, bytes) in &got {
+        clean(what, bytes);
+    }
+    let text =
+        |m: &BTreeMap<&str, Vec<u8>>, k: &str| String::from_utf8(m[k].clone()).expect("UTF-8");
+    // The escaped names are there.
+    let report = text(&got, "report");
+    for (_, _, shown) in RENAMED {
+        assert!(report.contains(shown), "{shown}: {report}");
+    }
+    assert!(text(&got, "folded").contains("format:task"));
+    let lcov = text(&got, "lcov");
+    assert!(
+        lcov.contains("FN:") && lcov.contains("sort\\ntask"),
+        "{lcov}"
+    );
+    // Every record is the plain run's, the names put back.
+    let stacks = |s: &str| folded_map(s);
+    assert_eq!(
+        stacks(&unescaped(&text(&got, "folded"), true)),
+        stacks(&text(&plain, "folded"))
+    );
+    // (Rows of equal counts are sorted by name: compare the lines.)
+    let lines = |t: &str| {
+        let mut v: Vec<String> = t.lines().map(str::to_owned).collect();
+        v.sort();
+        v
+    };
+    for k in ["lcov", "report", "csv", "listing"] {
+        let back = unescaped(&text(&got, k), false);
+        assert_eq!(lines(&back), lines(&text(&plain, k)), "{k}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
