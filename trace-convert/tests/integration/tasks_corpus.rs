@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
 use trace_convert::convert::{self, ConvertOptions, Converter};
-use trace_convert::decode::ExtraMemory;
+use trace_convert::input::memory::ExtraMemory;
 use trace_convert::input::source::Protocol;
 use trace_convert::progress::NoProgress;
 use trace_convert::sinks::folded::{FoldedSink, Weight};
