@@ -4,6 +4,7 @@
 //! `--mem`), loaded once per input ([`Images`]) for the decode and the
 //! outputs alike.
 
+use super::folder::Folder;
 use super::shown::shown;
 use super::snapshot::Snapshot;
 use super::source::CaptureSpec;
@@ -95,7 +96,7 @@ pub fn memory_for(
     let mut map = MemoryMap::new();
     if let (Some(snap), Some(core)) = (snapshot, snapshot.and_then(|s| s.core_of(source))) {
         // Each file once, however many dump sections name it.
-        let mut files: HashMap<&Path, Contents> = HashMap::new();
+        let mut files: HashMap<(Option<&Path>, &Path), Contents> = HashMap::new();
         for d in &core.dumps {
             let space = d
                 .space
@@ -106,14 +107,19 @@ pub fn memory_for(
                 name: d.path.display().to_string(),
                 reason: format!("address {:#x} beyond 32 bits", d.address),
             })?;
-            let contents = match files.entry(&d.file) {
+            let root = d.root.as_ref();
+            let contents = match files.entry((root.map(Folder::path), &d.file)) {
                 Entry::Occupied(e) => e.into_mut(),
                 Entry::Vacant(e) => {
                     let io = |source| MemoryError::Io {
                         path: d.path.clone(),
                         source,
                     };
-                    let file = snap.open(&d.file).map_err(io)?;
+                    let file = match root {
+                        Some(dir) => dir.open_file(&d.file),
+                        None => snap.open(&d.file),
+                    }
+                    .map_err(io)?;
                     e.insert(Contents::map(&file).map_err(io)?)
                 }
             };

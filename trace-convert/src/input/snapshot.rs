@@ -103,6 +103,10 @@ pub struct Dump {
     pub space: Option<String>,
     /// The `[dump...]` section's name, for messages.
     pub section: String,
+    /// The folder `file` is opened in when it is not the snapshot's (a
+    /// perf.data recording's `--symfs` folder or build-ID cache): only a
+    /// file inside it is opened, whatever links lie on the way.
+    pub root: Option<Folder>,
 }
 
 /// One device file.
@@ -692,6 +696,7 @@ fn read_dump(dir: &Path, path: &Path, sec: &Section) -> Result<Dump, SnapshotErr
         length: opt("length")?,
         offset: opt("offset")?.unwrap_or(0),
         space: sec.get("space").map(str::to_owned),
+        root: None,
     })
 }
 

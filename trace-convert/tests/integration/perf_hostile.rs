@@ -101,3 +101,29 @@ fn a_link_in_symfs_to_a_file_outside_is_not_read() {
     std::os::unix::fs::symlink("real", s.0.join("symfs/app")).expect("symlink");
     assert_eq!(dumps(&with_symfs(&path, &s.0.join("symfs"))), 1);
 }
+
+/// A file found inside `--symfs` is opened through the folder when its
+/// memory is loaded: links swapped in between (after the recording was
+/// resolved, before the decode reads the code) lead nowhere outside.
+#[cfg(unix)]
+#[test]
+fn a_link_swapped_in_after_the_check_is_not_followed_outside() {
+    use trace_convert::input::memory::ExtraMemory;
+    let s = Scratch::new("swap");
+    let path = recording_mapping(&s, "/app");
+    std::fs::copy(s.0.join("secret.bin"), s.0.join("symfs/real")).expect("copy");
+    std::os::unix::fs::symlink("real", s.0.join("symfs/app")).expect("symlink");
+    let input = with_symfs(&path, &s.0.join("symfs"));
+    assert_eq!(dumps(&input), 1, "the link stays inside: read");
+    // Now every name inside leads to the file outside.
+    for name in ["app", "real"] {
+        std::fs::remove_file(s.0.join("symfs").join(name)).expect("rm");
+        std::os::unix::fs::symlink(s.0.join("secret.bin"), s.0.join("symfs").join(name))
+            .expect("symlink");
+    }
+    let extra = ExtraMemory::default();
+    match input.images(&extra) {
+        Ok(_) => panic!("a file outside --symfs was read"),
+        Err(e) => assert!(e.to_string().contains("outside"), "{e}"),
+    }
+}

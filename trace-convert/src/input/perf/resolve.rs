@@ -480,8 +480,9 @@ fn cpu_text(cpu: u32) -> String {
 
 /// Where a mapped file was looked for.
 enum Found {
-    /// The file, at a path inside the folder it was looked for in.
-    At(PathBuf),
+    /// The file: the folder it was found in (`None`: the file system, by
+    /// its own path), its name there, its size.
+    At(Option<Folder>, PathBuf, u64),
     /// Nowhere.
     Missing,
     /// Its name (or a link) leads outside `--symfs` or the build-ID
@@ -489,59 +490,77 @@ enum Found {
     Outside,
 }
 
-/// Where the mapped file `m` is found: under `symfs`, in the build-ID
-/// cache, or (without `symfs`) at its own path. A name whose `..` parts
-/// climb above `symfs`, or a file under `symfs` or the cache that is a
-/// link to a file outside them, is not read.
-fn find_file(m: &Mmap, build_id: Option<&str>, lookup: Lookup<'_>) -> Found {
-    let symfs = lookup.symfs;
+/// The folders of a [`Lookup`], open: a mapped file is opened relative to
+/// them, and only when it lies inside, whatever links lie on the way
+/// (nothing can swap a link between a check and the open).
+struct Roots {
+    symfs: Option<Folder>,
+    cache: Option<Folder>,
+}
+
+impl Roots {
+    /// The folders of `lookup` that can be opened (one that cannot holds
+    /// nothing to find).
+    fn open(lookup: Lookup<'_>) -> Roots {
+        Roots {
+            symfs: lookup.symfs.and_then(|d| Folder::open(d).ok()),
+            cache: lookup.build_id_cache.and_then(|d| Folder::open(d).ok()),
+        }
+    }
+}
+
+/// Where the mapped file `m` is found: under `--symfs`, in the build-ID
+/// cache, or (without `--symfs`) at its own path. A name whose `..` parts
+/// climb above `--symfs`, or a file under `--symfs` or the cache that is a
+/// link leading outside them, is not read.
+fn find_file(m: &Mmap, build_id: Option<&str>, lookup: Lookup<'_>, roots: &Roots) -> Found {
     let name = Path::new(&m.filename);
-    // (path, the folder it must stay inside)
-    let mut tries: Vec<(PathBuf, Option<&Path>)> = Vec::new();
+    // (the folder, the name in it)
+    let mut tries: Vec<(&Folder, PathBuf)> = Vec::new();
     let mut outside = false;
-    if let Some(dir) = symfs {
+    if let Some(dir) = &roots.symfs {
         let text = m.filename.trim_start_matches('/');
         match crate::input::folder::relative(text) {
-            Some(rel) => tries.push((dir.join(rel), Some(dir))),
+            Some(rel) => tries.push((dir, rel)),
             None => outside = !text.is_empty(),
         }
         if let Some(base) = name.file_name() {
-            tries.push((dir.join(base), Some(dir)));
+            tries.push((dir, PathBuf::from(base)));
         }
     }
-    if let Some(id) =
-        build_id.filter(|id| id.len() > 2 && id.bytes().all(|b| b.is_ascii_hexdigit()))
-    {
-        if let Some(cache) = lookup.build_id_cache {
-            let link = cache.join(".build-id").join(&id[..2]).join(&id[2..]);
-            tries.push((link.join("elf"), Some(cache)));
-            tries.push((link, Some(cache)));
+    if let (Some(id), Some(cache)) = (
+        build_id.filter(|id| id.len() > 2 && id.bytes().all(|b| b.is_ascii_hexdigit())),
+        &roots.cache,
+    ) {
+        let link = Path::new(".build-id").join(&id[..2]).join(&id[2..]);
+        tries.push((cache, link.join("elf")));
+        tries.push((cache, link));
+    }
+    for (dir, rel) in tries {
+        match dir.open_file(&rel) {
+            Ok(file) => {
+                let size = file.metadata().map_or(0, |md| md.len());
+                return Found::At(Some(dir.clone()), rel, size);
+            }
+            Err(e) if crate::input::folder::is_escape(&e) => outside = true,
+            Err(_) => {}
         }
     }
-    if symfs.is_none() && name.is_absolute() {
-        tries.push((name.to_path_buf(), None));
-    }
-    for (path, inside) in tries {
-        if !path.is_file() {
-            continue;
-        }
-        match inside {
-            Some(dir) if !stays_inside(&path, dir) => outside = true,
-            _ => return Found::At(path),
+    if lookup.symfs.is_none() && name.is_absolute() && name.is_file() {
+        // By its own path, as a debugger would: the recording names it.
+        if let Ok(real) = std::fs::canonicalize(name) {
+            if let (Some(rel), Ok(md)) = (
+                real.strip_prefix("/").ok().map(Path::to_path_buf),
+                std::fs::metadata(&real),
+            ) {
+                return Found::At(None, rel, md.len());
+            }
         }
     }
     if outside {
         Found::Outside
     } else {
         Found::Missing
-    }
-}
-
-/// Whether `path`, links resolved, lies inside folder `dir`.
-fn stays_inside(path: &Path, dir: &Path) -> bool {
-    match (std::fs::canonicalize(path), std::fs::canonicalize(dir)) {
-        (Ok(p), Ok(d)) => p.starts_with(d),
-        _ => false,
     }
 }
 
@@ -557,6 +576,7 @@ fn dumps(perf: &PerfData, lookup: Lookup<'_>, notes: &mut Vec<String>) -> Vec<Ma
         .iter()
         .map(|b| (b.filename.as_str(), b.hex()))
         .collect();
+    let roots = Roots::open(lookup);
     let mut out = Vec::new();
     let mut missing: BTreeMap<String, u64> = BTreeMap::new();
     let mut outside: BTreeMap<String, u64> = BTreeMap::new();
@@ -576,8 +596,8 @@ fn dumps(perf: &PerfData, lookup: Lookup<'_>, notes: &mut Vec<String>) -> Vec<Ma
             .as_ref()
             .map(|b| b.iter().map(|x| format!("{x:02x}")).collect::<String>())
             .or_else(|| ids.get(m.filename.as_str()).cloned());
-        let found = match find_file(m, id.as_deref(), lookup) {
-            Found::At(found) => found,
+        let (root, file, size) = match find_file(m, id.as_deref(), lookup, &roots) {
+            Found::At(root, file, size) => (root, file, size),
             Found::Missing => {
                 *missing.entry(shown(&m.filename)).or_default() += 1;
                 continue;
@@ -587,14 +607,9 @@ fn dumps(perf: &PerfData, lookup: Lookup<'_>, notes: &mut Vec<String>) -> Vec<Ma
                 continue;
             }
         };
-        let Ok(real) = std::fs::canonicalize(&found) else {
-            continue;
-        };
-        let Some(file) = real.strip_prefix("/").ok().map(Path::to_path_buf) else {
-            continue;
-        };
-        let Ok(size) = std::fs::metadata(&real).map(|md| md.len()) else {
-            continue;
+        let found = match &root {
+            Some(dir) => dir.path().join(&file),
+            None => Path::new("/").join(&file),
         };
         if m.pgoff >= size {
             notes.push(format!(
@@ -608,13 +623,14 @@ fn dumps(perf: &PerfData, lookup: Lookup<'_>, notes: &mut Vec<String>) -> Vec<Ma
             m.pid,
             r.offset,
             Dump {
-                path: found.clone(),
+                path: found,
                 file,
                 address: m.start,
                 length: Some(m.len.min(size - m.pgoff)),
                 offset: m.pgoff,
                 space: None,
                 section: format!("mmap at offset {}", r.offset),
+                root,
             },
         ));
     }
@@ -885,6 +901,7 @@ mod tests {
             offset: 0,
             space: None,
             section: String::new(),
+            root: None,
         }
     }
 
