@@ -443,30 +443,43 @@ impl Demux {
             }
             Some(d) => {
                 let (sources, any) = (&mut self.sources, self.any_id);
-                d.feed_each(chunk, |ev| match ev {
-                    FrameEvent::Data(run) => {
-                        let id = run.id;
-                        match sources.get_or_insert_with(id, || any.map(Parser::new)) {
-                            Some(p) => p.push(id, run.offset, run.data(), out),
-                            None => out.push(Item::Unconfigured { run }),
-                        }
-                    }
-                    other => out.push(Item::Frame(other)),
-                });
+                d.feed_each(chunk, |ev| route(sources, any, ev, out));
             }
         }
     }
 
-    /// End of the capture: report incomplete frames and packets.
+    /// End of the capture: hand on what the deformatter still held, report
+    /// incomplete frames and packets.
     pub fn finish(&mut self, out: &mut Vec<Item>) {
-        if let Some(ev) = self.deformatter.as_mut().and_then(Deformatter::finish) {
-            out.push(Item::Frame(ev));
+        if let Some(d) = self.deformatter.as_mut() {
+            let (sources, any) = (&mut self.sources, self.any_id);
+            d.finish_each(|ev| route(sources, any, ev, out));
         }
         for (id, p) in self.sources.iter_mut() {
             if let Some(error) = p.finish() {
                 out.push(Item::Error { id, error });
             }
         }
+    }
+}
+
+/// Hands a deformatter event on: a source's payload to its parser (made on
+/// first use when any ID is decoded), everything else as it is.
+fn route(
+    sources: &mut PerId<Parser>,
+    any: Option<SourceConfig>,
+    ev: FrameEvent,
+    out: &mut Vec<Item>,
+) {
+    match ev {
+        FrameEvent::Data(run) => {
+            let id = run.id;
+            match sources.get_or_insert_with(id, || any.map(Parser::new)) {
+                Some(p) => p.push(id, run.offset, run.data(), out),
+                None => out.push(Item::Unconfigured { run }),
+            }
+        }
+        other => out.push(Item::Frame(other)),
     }
 }
 
