@@ -369,15 +369,26 @@ impl fmt::Debug for Demux {
 impl Demux {
     /// A demultiplexer for a capture laid out as `layout`, with the given
     /// sources; `any_id`, when given, configures every other trace ID found.
+    /// In [`FrameMode::Continuous`] (a TPIU stream), ETMv3 sources also
+    /// synchronize at an I-sync ([`etm_packets::Config::with_isync_sync`]).
     #[must_use]
     pub fn new(
         layout: FrameMode,
         sources: impl IntoIterator<Item = (u8, SourceConfig)>,
         any_id: Option<SourceConfig>,
     ) -> Self {
+        // A TPIU stream starts anywhere, its first A-sync often cut off:
+        // ETMv3 sources synchronize at an I-sync too.
+        let stream = |cfg: SourceConfig| match (layout, cfg) {
+            (FrameMode::Continuous, SourceConfig::Etm(c)) => {
+                SourceConfig::Etm(c.with_isync_sync(true))
+            }
+            _ => cfg,
+        };
+        let any_id = any_id.map(stream);
         let mut table = PerId::new();
         for (id, cfg) in sources {
-            table.insert(id & 0x7F, Parser::new(cfg));
+            table.insert(id & 0x7F, Parser::new(stream(cfg)));
         }
         let (deformatter, raw_id) = match layout {
             FrameMode::Raw { id } => (None, id & 0x7F),

@@ -62,5 +62,6 @@ mod report_counts;
 mod snapshot;
 mod snapshot_hostile;
 mod summary_names;
+mod tpiu_streams;
 mod track_names;
 mod window_filters;
