@@ -30,11 +30,8 @@
 //! at a guessed alignment.
 //! Skipping bytes costs [`SKIP_OPEN`] per stretch (a realignment is rare)
 //! plus [`SKIP_BYTE`] per byte, except for the first partial frame of a
-//! stream (up to 15 bytes, free) and bytes near its start before any
-//! full-frame sync (no open cost: the first bytes a receiver delivers are
-//! often damaged); a stretch right
-//! after a full-frame sync always pays the open cost, as a frame starts
-//! there.
+//! stream (up to 15 bytes, free); a stretch right after a full-frame sync
+//! always pays the open cost, as a frame starts there.
 //!
 //! Alignments an even number of bytes apart differ only in which byte is
 //! read as the auxiliary byte: they are told apart by the second rule and
@@ -65,8 +62,6 @@ const NULL_DATA: i32 = 2;
 const SKIP_OPEN: i32 = 30;
 /// Cost of each skipped byte.
 const SKIP_BYTE: i32 = 1;
-/// Stream offsets below which skipping bytes has no opening cost.
-const EARLY: u64 = 64;
 /// ID states kept per byte position.
 pub(crate) const BEAM: usize = 4;
 /// Explanations within this cost of the best one must agree before a
@@ -249,8 +244,6 @@ struct Entry {
     kind: u8,
     /// Only skipped bytes so far (the stream's leading bytes).
     lead: bool,
-    /// A full-frame sync has been read: the start is no longer in doubt.
-    synced: bool,
 }
 
 /// What the search decided.
@@ -323,7 +316,6 @@ impl Search {
                 prev: u32::MAX,
                 kind: KIND_NONE,
                 lead: false,
-                synced: false,
             },
         );
         self.counts.clear();
@@ -334,7 +326,6 @@ impl Search {
             prev: u32::MAX,
             kind: KIND_NONE,
             lead: w.leading,
-            synced: false,
         };
         self.counts[0] = 1;
         for p in 0..n {
@@ -350,9 +341,7 @@ impl Search {
                     SKIP_BYTE + SKIP_OPEN
                 } else if e.lead && abs < FRAME_SIZE as u64 - 1 {
                     0
-                } else if (w.leading && !e.synced && abs < EARLY)
-                    || (e.kind == KIND_SKIP && !(e.lead && abs == EARLY))
-                {
+                } else if e.kind == KIND_SKIP && !(e.lead && abs == FRAME_SIZE as u64 - 1) {
                     SKIP_BYTE
                 } else {
                     SKIP_BYTE + SKIP_OPEN
@@ -365,7 +354,6 @@ impl Search {
                         prev,
                         kind: KIND_SKIP,
                         lead: e.lead,
-                        synced: e.synced,
                     },
                 );
                 if fsync {
@@ -377,7 +365,6 @@ impl Search {
                             prev,
                             kind: KIND_FSYNC,
                             lead: false,
-                            synced: true,
                         },
                     );
                 }
@@ -391,7 +378,6 @@ impl Search {
                             prev,
                             kind: KIND_FRAME,
                             lead: false,
-                            synced: e.synced,
                         },
                     );
                 }
