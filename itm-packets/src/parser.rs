@@ -211,6 +211,19 @@ impl Parser {
         }
     }
 
+    /// Tells the parser that the next byte starts a packet: for a stream
+    /// that lost bytes and goes on at a known packet boundary (the first
+    /// byte of a burst a TPIU flushed to a frame end, after the frames were
+    /// realigned). A packet under way or a run of zeros is reported as
+    /// [`ErrorKind::Truncated`], unsynchronized bytes as
+    /// [`ErrorKind::Unsynchronized`] (as [`finish`](Self::finish) does);
+    /// the stimulus port page is kept.
+    pub fn assume_aligned(&mut self) -> Option<Error> {
+        let e = self.finish();
+        self.mode = Mode::Synced;
+        e
+    }
+
     /// Counters since creation (or the last [`reset`](Self::reset)).
     #[must_use]
     pub fn stats(&self) -> Stats {

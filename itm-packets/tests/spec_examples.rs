@@ -507,3 +507,47 @@ fn feed_at_keeps_each_bytes_offset() {
         ]
     );
 }
+
+#[test]
+fn assume_aligned_drops_a_packet_under_way_and_reads_on_from_a_header() {
+    // Waiting for a sync: the bytes before are reported, then parsing
+    // starts at once.
+    let mut p = Parser::new(Config::new());
+    assert!(p.feed(&[0x02, 0x00]).next().is_none());
+    assert_eq!(
+        p.assume_aligned(),
+        Some(Error {
+            offset: 0,
+            kind: ErrorKind::Unsynchronized { len: 2 }
+        })
+    );
+    // A PC sample cut short by a loss, then a new burst.
+    assert!(p.feed_at(10, &[0x17, 0x06]).next().is_none());
+    assert_eq!(
+        p.assume_aligned(),
+        Some(Error {
+            offset: 10,
+            kind: ErrorKind::Truncated {
+                header: 0x17,
+                len: 2
+            }
+        })
+    );
+    let got: Vec<Item> = p.feed_at(40, &[0x70, 0x09, 0x41]).collect();
+    assert_eq!(
+        got,
+        vec![
+            Ok((40, Packet::Overflow)),
+            Ok((
+                41,
+                Packet::Stimulus(Stimulus {
+                    port: 1,
+                    value: 0x41,
+                    size: 1
+                })
+            ))
+        ]
+    );
+    let s = p.stats();
+    assert_eq!(s.bytes_fed, s.bytes_in_packets + s.bytes_skipped);
+}
