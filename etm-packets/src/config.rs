@@ -455,10 +455,14 @@ impl Config {
         self.isync_sync
     }
 
-    /// Also synchronize at an I-sync when no A-sync has been seen: for a
-    /// capture whose A-sync was cut off (a stream received from a trace
-    /// port starts anywhere) or lost, decoding then starts at the first
-    /// I-sync instead of the next A-sync, which may come a long way later.
+    /// Also synchronize at an I-sync before the stream's first
+    /// synchronization: for a capture whose A-sync was cut off (a stream
+    /// received from a trace port starts anywhere), decoding then starts at
+    /// the first I-sync instead of the next A-sync, which may come a long
+    /// way later. Synchronization lost later (to damage) comes back at an
+    /// A-sync only, as without this option: the values compressed against
+    /// what the lost packets said (timestamps, data addresses) are known
+    /// again only after it.
     ///
     /// An I-sync candidate in unsynchronized bytes is taken only when its
     /// fields are valid for this configuration (an I-sync header; no

@@ -110,6 +110,14 @@ pub struct Parser {
     carry: [u8; CARRY],
     carry_off: [u64; CARRY],
     carry_len: usize,
+    /// The parser has been synchronized (at an A-sync or an I-sync): once
+    /// lost, synchronization comes back at an A-sync only.
+    was_synced: bool,
+    /// Packets were lost since the last A-sync.
+    damaged: bool,
+    /// Packets were lost since the last A-sync: timestamps are not
+    /// trusted.
+    ts_suspect: bool,
     /// An I-sync candidate and the bytes after it, while unsynchronized.
     probe: [u8; PROBE],
     probe_off: [u64; PROBE],
@@ -141,6 +149,9 @@ impl Parser {
             carry: [0; CARRY],
             carry_off: [0; CARRY],
             carry_len: 0,
+            was_synced: false,
+            damaged: false,
+            ts_suspect: false,
             probe: [0; PROBE],
             probe_off: [0; PROBE],
             probe_len: 0,
@@ -268,6 +279,15 @@ impl Parser {
         }
     }
 
+    /// Tells the parser that bytes of its stream were lost before the next
+    /// byte it is fed (e.g. the frames of a TPIU stream were realigned):
+    /// the address bits known so far are forgotten, and at the next
+    /// A-sync the last timestamp and data address, which the lost or
+    /// damaged packets may have changed, start afresh.
+    pub fn note_loss(&mut self) {
+        self.lost_packet();
+    }
+
     /// Counters since creation (or the last [`reset`](Self::reset)).
     #[must_use]
     pub fn stats(&self) -> Stats {
@@ -326,6 +346,9 @@ impl Parser {
             && carry == other.carry_len
             && self.carry[..carry] == other.carry[..carry]
             && self.carry_off[..carry] == other.carry_off[..carry]
+            && self.was_synced == other.was_synced
+            && self.damaged == other.damaged
+            && self.ts_suspect == other.ts_suspect
             && self.probe_len == other.probe_len
             && self.probe[..self.probe_len] == other.probe[..self.probe_len]
             && self.probe_off[..self.probe_len] == other.probe_off[..self.probe_len]
@@ -336,6 +359,7 @@ impl Parser {
     #[inline]
     fn packet(&mut self, off: u64, len: usize, p: Packet) -> Item {
         self.st.apply(&p, &self.cfg);
+        let p = self.checked_timestamp(p);
         self.stats.packets += 1;
         self.stats.bytes_in_packets += len as u64;
         Ok((off, p))
@@ -349,6 +373,36 @@ impl Parser {
     #[cold]
     fn lost_packet(&mut self) {
         self.st.known_bits = 0;
+        self.damaged = true;
+        self.ts_suspect = true;
+    }
+
+    /// At an A-sync: when packets were lost since the last one, the last
+    /// timestamp and data address the state holds may come from damaged
+    /// bytes; the values compressed against them start afresh, as at the
+    /// start of a stream.
+    fn resync(&mut self) {
+        self.was_synced = true;
+        self.ts_suspect = false;
+        if self.damaged {
+            self.damaged = false;
+            self.st.ts_raw = 0;
+            self.st.data_addr = 0;
+        }
+    }
+
+    /// A timestamp after packets were lost and before the next A-sync: a
+    /// compressed one completes a base the lost packets may have changed,
+    /// and even a full one may have been read from damaged bytes. Its
+    /// value is reported as 0, unknown.
+    #[inline(always)]
+    fn checked_timestamp(&self, p: Packet) -> Packet {
+        match p {
+            Packet::Timestamp(t) if self.ts_suspect => {
+                Packet::Timestamp(crate::Timestamp { value: 0, ..t })
+            }
+            _ => p,
+        }
     }
 
     #[cold]
@@ -374,6 +428,7 @@ impl Parser {
             }
             Mode::Unsync
                 if self.cfg.isync_sync()
+                    && !self.was_synced
                     && !self.cfg.data_only()
                     && (b == 0x08 || (b == 0x70 && self.cfg.cycle_accurate())) =>
             {
@@ -403,6 +458,7 @@ impl Parser {
                     let len = self.zeros + 1;
                     self.zeros = 0;
                     self.mode = Mode::Synced;
+                    self.resync();
                     self.stats.packets += 1;
                     self.stats.bytes_in_packets += len;
                     if self.skip_len > 0 {
@@ -437,6 +493,7 @@ impl Parser {
                 } else if b == 0x80 && zeros >= 5 {
                     self.zeros = 0;
                     self.mode = Mode::Synced;
+                    self.resync();
                     self.stats.packets += 1;
                     self.stats.bytes_in_packets += zeros + 1;
                     (true, Some(Ok((at, Packet::ASync))))
@@ -467,6 +524,7 @@ impl Parser {
         match self.confirm_isync(&probe[..n]) {
             Some((len, p)) => {
                 self.mode = Mode::Synced;
+                self.was_synced = true;
                 self.stats.isync_syncs += 1;
                 self.unshift_carry(&probe[len..n], &offs[len..n]);
                 let off = offs[0];
@@ -717,6 +775,7 @@ impl Parser {
         match decode(rest, class, &self.cfg, &self.st) {
             Decoded::Packet(len, p) => {
                 self.st.apply(&p, &self.cfg);
+                let p = self.checked_timestamp(p);
                 self.stats.packets += 1;
                 self.stats.bytes_in_packets += len as u64;
                 Some((len, p))

@@ -177,6 +177,14 @@ impl Parser {
         }
     }
 
+    /// Bytes of the stream were lost before the next ones fed.
+    fn note_loss(&mut self) {
+        match self {
+            Parser::Etm(p) => p.note_loss(),
+            Parser::Ptm(_) => {}
+        }
+    }
+
     /// The counters.
     pub(crate) fn stats(&self) -> SourceStats {
         match self {
@@ -490,7 +498,16 @@ fn route(
                 None => out.push(Item::Unconfigured { run }),
             }
         }
-        other => out.push(Item::Frame(other)),
+        other => {
+            if let FrameEvent::Unsynchronized { .. } = other {
+                // The frames were realigned: every source may have lost
+                // packets there.
+                for (_, p) in sources.iter_mut() {
+                    p.note_loss();
+                }
+            }
+            out.push(Item::Frame(other));
+        }
     }
 }
 
