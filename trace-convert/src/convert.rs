@@ -4,7 +4,7 @@
 //! ```no_run
 //! use std::path::Path;
 //! use trace_convert::convert::{self, Converter, ConvertOptions};
-//! use trace_convert::decode::ExtraMemory;
+//! use trace_convert::input::memory::ExtraMemory;
 //! use trace_convert::progress::NoProgress;
 //! use trace_convert::sinks::folded::{FoldedSink, Weight};
 //! use trace_convert::input::{self, flags::SourceFlags};
@@ -27,10 +27,11 @@ mod windowed;
 
 use crate::callstack::{CallStacks, StackStats};
 use crate::clock::{ClockInfo, ClockKind, Clocks};
-use crate::decode::{self as dec, ExtraMemory};
+use crate::input::capture::{self as dec, ReadError};
+use crate::input::memory::{ExtraMemory, Images};
+use crate::input::saved::SavedEvents;
 use crate::input::source::{SourceSpec, Task};
 use crate::input::{Input, InputError};
-use crate::packets::ReadError;
 use crate::progress::Progress;
 use crate::sinks::{is_instant, DynSink, EventCtx, Flow, Interest, RunInfo, SourceName, ThreadKey};
 use crate::symbols::{SymbolError, Symbolizer};
@@ -84,25 +85,46 @@ impl Default for ConvertOptions {
     }
 }
 
+/// What a source's trace tells of time: a conversion's clock is chosen
+/// from those of its sources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SourceTime {
+    /// The trace carries cycle counts (cycle-accurate).
+    pub cycles: bool,
+    /// The trace carries timestamps.
+    pub timestamps: bool,
+}
+
+impl SourceTime {
+    /// A source configured as `cfg`, as its protocol says.
+    #[must_use]
+    pub fn of(cfg: &trace_core::demux::SourceConfig) -> SourceTime {
+        SourceTime {
+            cycles: cfg.cycle_accurate(),
+            timestamps: cfg.timestamps(),
+        }
+    }
+}
+
 /// ETMCR bit 12: cycle-accurate.
 const ETMCR_CYCLE_ACCURATE: u32 = 1 << 12;
 /// ETMCR bit 28: timestamps.
 const ETMCR_TIMESTAMPS: u32 = 1 << 28;
 
 impl ConvertOptions {
-    /// The clock for sources configured by these ETMCR values.
+    /// The clock for sources whose traces tell of time as `sources` say.
     #[must_use]
-    pub fn clock_for_etmcr(&self, etmcrs: &[u32]) -> ClockInfo {
+    pub fn clock_for_sources(&self, sources: &[SourceTime]) -> ClockInfo {
         let kind = match self.clock {
             ClockChoice::Fixed(k) => k,
-            ClockChoice::Auto if etmcrs.is_empty() => ClockKind::Instructions,
+            ClockChoice::Auto if sources.is_empty() => ClockKind::Instructions,
             ClockChoice::Auto => {
                 // Several cores line up on timestamps, not on cycles.
-                if etmcrs.len() > 1 && etmcrs.iter().all(|r| r & ETMCR_TIMESTAMPS != 0) {
+                if sources.len() > 1 && sources.iter().all(|s| s.timestamps) {
                     ClockKind::Timestamps
-                } else if etmcrs.iter().all(|r| r & ETMCR_CYCLE_ACCURATE != 0) {
+                } else if sources.iter().all(|s| s.cycles) {
                     ClockKind::Cycles
-                } else if etmcrs.iter().all(|r| r & ETMCR_TIMESTAMPS != 0) {
+                } else if sources.iter().all(|s| s.timestamps) {
                     ClockKind::Timestamps
                 } else {
                     ClockKind::Instructions
@@ -115,28 +137,56 @@ impl ConvertOptions {
             ClockKind::Instructions => None,
         };
         // Timestamps of cycle-accurate sources are resolved by the cycles.
-        let cycle_accurate =
-            !etmcrs.is_empty() && etmcrs.iter().all(|r| r & ETMCR_CYCLE_ACCURATE != 0);
+        let cycle_accurate = !sources.is_empty() && sources.iter().all(|s| s.cycles);
         if kind == ClockKind::Timestamps && cycle_accurate {
             return ClockInfo::timestamps_by_cycles(hz);
         }
         ClockInfo::new(kind, hz)
     }
 
-    /// The clock for the sources of `input`.
+    /// The clock for ETMv3 or PTM sources configured by these ETMCR
+    /// values (bit 12 cycle-accurate, bit 28 timestamps).
     #[must_use]
-    pub fn clock_for(&self, input: &Input) -> ClockInfo {
-        let regs: Vec<u32> = input
-            .captures
+    pub fn clock_for_etmcr(&self, etmcrs: &[u32]) -> ClockInfo {
+        let sources: Vec<SourceTime> = etmcrs
             .iter()
-            .flat_map(|c| {
-                c.sources
-                    .iter()
-                    .map(|s| s.regs.etmcr)
-                    .chain(c.any_id.map(|(_, r)| r.etmcr))
+            .map(|r| SourceTime {
+                cycles: r & ETMCR_CYCLE_ACCURATE != 0,
+                timestamps: r & ETMCR_TIMESTAMPS != 0,
             })
             .collect();
-        self.clock_for_etmcr(&regs)
+        self.clock_for_sources(&sources)
+    }
+
+    /// The clock for the sources of `input`: as their protocols say for
+    /// captures, as the events say for saved events (whose sources are
+    /// those with code; a fixed clock is taken as it is).
+    #[must_use]
+    pub fn clock_for(&self, input: &Input) -> ClockInfo {
+        let sources: Vec<SourceTime> = match &input.saved {
+            Some(_) if matches!(self.clock, ClockChoice::Fixed(_)) => Vec::new(),
+            Some(saved) => saved
+                .timing
+                .values()
+                .map(|&(cycles, timestamps)| SourceTime { cycles, timestamps })
+                .collect(),
+            None => input
+                .captures
+                .iter()
+                .flat_map(|c| {
+                    let any = c
+                        .any_id
+                        .map(|(protocol, regs)| regs.source_config(protocol).map_err(|_| ()));
+                    c.sources
+                        .iter()
+                        .map(|s| s.config().map_err(|_| ()))
+                        .chain(any)
+                })
+                .filter_map(Result::ok)
+                .map(|c| SourceTime::of(&c))
+                .collect(),
+        };
+        self.clock_for_sources(&sources)
     }
 }
 
@@ -164,14 +214,6 @@ pub enum ConvertError {
     /// An output could not be written.
     #[error("{0}")]
     Output(io::Error),
-    /// A saved events file is unusable.
-    #[error("{path}: {reason}")]
-    EventsFile {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        reason: String,
-    },
 }
 
 /// Counters of one trace ID.
@@ -1184,7 +1226,9 @@ pub fn core_label(input: &Input, source: &SourceSpec) -> Option<String> {
     }
 }
 
-/// Decode every capture of `input` once, feeding `conv`; then finish it.
+/// Decode every capture of `input` once (or read its saved events),
+/// feeding `conv`; then finish it. The memory images are loaded first,
+/// with `extra` added to each ([`convert_loaded`] takes them loaded).
 /// `progress` is told how far decoding has got in each capture.
 ///
 /// # Errors
@@ -1195,10 +1239,29 @@ pub fn core_label(input: &Input, source: &SourceSpec) -> Option<String> {
 pub fn convert_input(
     input: &Input,
     extra: &ExtraMemory,
-    mut conv: Converter<'_>,
+    conv: Converter<'_>,
     progress: &mut impl Progress,
 ) -> Result<ConvertReport, ConvertError> {
     let images = input.images(extra)?;
+    convert_loaded(input, &images, conv, progress)
+}
+
+/// [`convert_input`] with the memory images of `input` loaded
+/// ([`Input::images`]): the same images the outputs that read code are
+/// given.
+///
+/// # Errors
+///
+/// As [`convert_input`].
+pub fn convert_loaded(
+    input: &Input,
+    images: &Images,
+    mut conv: Converter<'_>,
+    progress: &mut impl Progress,
+) -> Result<ConvertReport, ConvertError> {
+    if let Some(saved) = &input.saved {
+        return convert_saved(saved, conv, images.other());
+    }
     conv.ignore_cycles_of(input);
     let sources = source_names(input);
     let name = input
@@ -1266,9 +1329,50 @@ pub fn convert_input(
     conv.finish().map_err(ConvertError::Output)
 }
 
-/// What a decode hands a conversion: events in slices on one thread, and
-/// every delivery of a parallel decode (work of a sink done on the
-/// decoding threads comes as parts).
+/// Feed the events of `saved` to `conv` (the code they ran read from
+/// `memory`), in slices as a decode hands them on; then finish it.
+fn convert_saved(
+    saved: &SavedEvents,
+    mut conv: Converter<'_>,
+    memory: &Arc<dyn MemoryImage>,
+) -> Result<ConvertReport, ConvertError> {
+    let header = &saved.header;
+    conv.set_info(
+        header.input.clone(),
+        header
+            .sources
+            .iter()
+            .map(|s| SourceName {
+                id: s.trace_id,
+                protocol: s.protocol.name().to_owned(),
+                core: s.core.clone(),
+                profile: crate::profile::Profile::of_source(s.protocol, s.core.as_deref()),
+            })
+            .collect(),
+    );
+    conv.add_capture(saved.path.clone(), saved.size);
+    conv.begin().map_err(ConvertError::Output)?;
+    let memory = Some(&**memory);
+    let mut held = Vec::with_capacity(SLICE);
+    for e in saved.events()? {
+        held.push(e.map_err(|e| InputError::Saved {
+            path: saved.path.clone(),
+            reason: e.to_string(),
+        })?);
+        if held.len() >= SLICE {
+            go_on(conv.events(&held, memory)).map_err(ConvertError::Output)?;
+            held.clear();
+            if conv.stopped() {
+                break;
+            }
+        }
+    }
+    if !conv.stopped() {
+        go_on(conv.events(&held, memory)).map_err(ConvertError::Output)?;
+    }
+    conv.finish().map_err(ConvertError::Output)
+}
+
 struct Feed<'c, 'a, 'm, P> {
     conv: &'c mut Converter<'a>,
     /// The memory image of each trace ID.
@@ -1306,108 +1410,4 @@ impl<P: Progress> Consumer for Feed<'_, '_, '_, P> {
         self.conv
             .take_each(run.iter().map(|(_, e)| e), self.memory, !folded)
     }
-}
-
-/// The clock `--clock auto` picks for a saved-events file: cycles when
-/// every trace ID with instructions has cycle counts, else timestamps when
-/// every one has timestamps, else instructions (reads the file once).
-///
-/// # Errors
-///
-/// [`ConvertError::EventsFile`] when the file cannot be read.
-pub fn events_file_clock(
-    path: &std::path::Path,
-    options: &ConvertOptions,
-) -> Result<ClockInfo, ConvertError> {
-    if let ClockChoice::Fixed(_) = options.clock {
-        return Ok(options.clock_for_etmcr(&[]));
-    }
-    let bad = |reason: String| ConvertError::EventsFile {
-        path: path.to_path_buf(),
-        reason,
-    };
-    let file = trace_core::memory::open_regular(path).map_err(|e| bad(e.to_string()))?;
-    let (_, events) =
-        crate::sinks::events_file::format::EventReader::open(io::BufReader::new(file))
-            .map_err(|e| bad(e.to_string()))?;
-    // Per trace ID: (has ranges, has cycles, has timestamps).
-    let mut seen: BTreeMap<u8, (bool, bool, bool)> = BTreeMap::new();
-    for e in events {
-        let e = e.map_err(|e| bad(e.to_string()))?;
-        let s = seen.entry(e.id).or_default();
-        match e.kind {
-            EventKind::Range(r) => {
-                s.0 = true;
-                s.1 |= r.cycles.is_some();
-            }
-            // A source whose cycles were ignored saved them as 0.
-            EventKind::CycleCount(n) => s.1 |= n > 0,
-            EventKind::Timestamp { .. } => s.2 = true,
-            _ => {}
-        }
-    }
-    let with_code: Vec<_> = seen.values().filter(|s| s.0).collect();
-    let regs: Vec<u32> = with_code
-        .iter()
-        .map(|s| {
-            (if s.1 { ETMCR_CYCLE_ACCURATE } else { 0 }) | (if s.2 { ETMCR_TIMESTAMPS } else { 0 })
-        })
-        .collect();
-    Ok(options.clock_for_etmcr(&regs))
-}
-
-/// Convert the events saved in `path` (by `--save-events`), feeding
-/// `conv`, and finish it. `memory` is the image for per-instruction views
-/// (coverage), when there is one.
-///
-/// # Errors
-///
-/// [`ConvertError::EventsFile`] when the file is unusable (the message
-/// names the problem and its offset), [`ConvertError::Output`] when an
-/// output fails.
-pub fn convert_events_file(
-    path: &std::path::Path,
-    mut conv: Converter<'_>,
-    memory: Option<Arc<dyn MemoryImage>>,
-) -> Result<ConvertReport, ConvertError> {
-    let bad = |reason: String| ConvertError::EventsFile {
-        path: path.to_path_buf(),
-        reason,
-    };
-    let file = trace_core::memory::open_regular(path).map_err(|e| bad(e.to_string()))?;
-    let size = file.metadata().map_or(0, |m| m.len());
-    let (header, events) =
-        crate::sinks::events_file::format::EventReader::open(io::BufReader::new(file))
-            .map_err(|e| bad(e.to_string()))?;
-    conv.set_info(
-        header.input.clone(),
-        header
-            .sources
-            .iter()
-            .map(|s| SourceName {
-                id: s.trace_id,
-                protocol: s.protocol.name().to_owned(),
-                core: s.core.clone(),
-                profile: crate::profile::Profile::of_source(s.protocol, s.core.as_deref()),
-            })
-            .collect(),
-    );
-    conv.add_capture(path.to_path_buf(), size);
-    conv.begin().map_err(ConvertError::Output)?;
-    // Handed on in slices, as a decode hands them.
-    let mut held = Vec::with_capacity(SLICE);
-    for e in events {
-        held.push(e.map_err(|e| bad(e.to_string()))?);
-        if held.len() >= SLICE {
-            go_on(conv.events(&held, memory.as_deref())).map_err(ConvertError::Output)?;
-            held.clear();
-            if conv.stopped() {
-                break;
-            }
-        }
-    }
-    if !conv.stopped() {
-        go_on(conv.events(&held, memory.as_deref())).map_err(ConvertError::Output)?;
-    }
-    conv.finish().map_err(ConvertError::Output)
 }

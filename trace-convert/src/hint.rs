@@ -1,6 +1,6 @@
 //! Which protocol and layout a capture file looks like, for a run whose
 //! flags decoded nothing from it: its first bytes are parsed as every
-//! protocol (ETMv3, PTM) in every layout (raw, frames, TPIU), and a
+//! protocol of the registry in every layout (raw, frames, TPIU), and a
 //! description whose packets fit clearly better than the one given is
 //! named.
 //!
@@ -76,10 +76,7 @@ impl Fit {
     /// The flags that give this description.
     #[must_use]
     pub fn flags(&self) -> String {
-        let protocol = match self.protocol {
-            Protocol::Etmv3 => "etm",
-            Protocol::Ptm => "ptm",
-        };
+        let protocol = self.protocol.flag();
         let layout = match self.layout {
             Layout::Raw => "raw",
             Layout::Frames => "frames",
@@ -103,7 +100,7 @@ pub fn fit(path: &Path, flags: &SourceFlags, protocol: Protocol, layout: Layout)
     }
     f.layout = layout;
     let spec = f.capture(path)?;
-    let mut demux = crate::packets::demux_for(&spec).ok()?;
+    let mut demux = crate::input::capture::demux_for(&spec).ok()?;
     let mut head = Vec::new();
     spec.open().ok()?.take(PROBE).read_to_end(&mut head).ok()?;
     let mut items = Vec::new();
@@ -135,7 +132,7 @@ pub fn fit(path: &Path, flags: &SourceFlags, protocol: Protocol, layout: Layout)
 pub fn fits(path: &Path, flags: &SourceFlags) -> Vec<Fit> {
     let given = (flags.protocol, flags.layout);
     let mut all = Vec::new();
-    for protocol in [Protocol::Etmv3, Protocol::Ptm] {
+    for &protocol in Protocol::ALL {
         for layout in [Layout::Raw, Layout::Frames, Layout::Tpiu] {
             if let Some(f) = fit(path, flags, protocol, layout) {
                 all.push(f);

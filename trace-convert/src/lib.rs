@@ -3,13 +3,11 @@
 pub mod callstack;
 pub mod clock;
 pub mod convert;
-pub mod decode;
 pub mod escape;
 pub mod fast_map;
 pub mod hint;
 pub mod input;
 pub mod output;
-pub mod packets;
 pub mod plural;
 pub mod profile;
 pub mod progress;

@@ -46,6 +46,27 @@
 //! The command line makes the flag, the `--out-dir` file, the help and the
 //! summary line from the entry; nothing else changes.
 //!
+//! # Why the listings are not sinks
+//!
+//! The `packets` and `decode` listings ([`listing`]) are outputs too,
+//! written all or nothing through the same output plan
+//! ([`crate::output::OutputPlan`]) from the same ready captures
+//! ([`crate::input::capture`]), but they do not go through the
+//! [`convert`](crate::convert) driver:
+//!
+//! - the packet listing lists what the demultiplexer hands on (packets,
+//!   parser errors, frame events, bytes of unconfigured trace IDs): no
+//!   decode runs, so there are no events to hand a sink;
+//! - the decode listing lists every event as the decoder emits it, with
+//!   none of what the driver adds (call stacks, clock, window, per-ID
+//!   report): as a sink it would be handed each event after that work,
+//!   done for nothing (call stacks and clock alone take a decode of the
+//!   example's PTM capture to 1.84× its time, `docs/performance.md`).
+//!   It takes the decode's event slices
+//!   straight from the [`trace_core::capture::Consumer`] and, on two or
+//!   more threads, formats them on a thread of its own
+//!   ([`listing::pipeline`]).
+//!
 //! [`EventKind::EndOfTrace`]: trace_core::event::EventKind::EndOfTrace
 
 pub mod autofdo;

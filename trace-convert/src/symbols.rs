@@ -31,6 +31,7 @@ pub mod dwarf;
 pub mod inline;
 pub mod kallsyms;
 pub mod path_map;
+mod reader;
 
 use inline::{FnScopes, Hit, InlineNames};
 use object::{Object, ObjectSection, ObjectSymbol};
@@ -574,6 +575,16 @@ impl Symbolizer {
     #[must_use]
     pub fn files(&self) -> &[PathBuf] {
         &self.files
+    }
+
+    /// The DWARF loaded from each ELF file that has some, with the file.
+    pub(crate) fn dwarf_sections(
+        &self,
+    ) -> impl Iterator<Item = (&Path, &gimli::Dwarf<reader::Reader>)> {
+        self.dwarf_files
+            .iter()
+            .map(PathBuf::as_path)
+            .zip(self.dwarf.iter().map(dwarf::DwarfInfo::sections))
     }
 
     /// No ELF file was given (names will all be addresses).

@@ -1,99 +1,16 @@
 //! From capture bytes to packets: the deformatter feeding one packet
-//! parser per trace source.
+//! parser per trace source, each of its protocol (see
+//! [`crate::protocol`]).
 
 use crate::frames::{Deformatter, FrameEvent, FrameMode, Run};
 use crate::per_id::PerId;
+use crate::protocol::registry::for_each_protocol;
+use crate::protocol::PacketProtocol;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
 
-/// Configuration of one trace source's packet parser.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SourceConfig {
-    /// An ETMv3 source.
-    Etm(etm_packets::Config),
-    /// A PTM (PFT) source.
-    Ptm(ptm_packets::Config),
-}
-
-/// A packet of either protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AnyPacket {
-    /// An ETMv3 packet.
-    Etm(etm_packets::Packet),
-    /// A PTM packet.
-    Ptm(ptm_packets::Packet),
-}
-
-impl AnyPacket {
-    /// Stable snake_case name of the packet kind.
-    #[must_use]
-    pub fn kind(&self) -> &'static str {
-        match self {
-            AnyPacket::Etm(p) => p.kind(),
-            AnyPacket::Ptm(p) => p.kind(),
-        }
-    }
-}
-
-impl fmt::Display for AnyPacket {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            AnyPacket::Etm(p) => p.fmt(f),
-            AnyPacket::Ptm(p) => p.fmt(f),
-        }
-    }
-}
-
-/// A packet parser's error, of either protocol.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PacketError {
-    /// From the ETMv3 parser.
-    Etm(etm_packets::Error),
-    /// From the PTM parser.
-    Ptm(ptm_packets::Error),
-}
-
-impl PacketError {
-    /// Offset in the capture of the first byte concerned.
-    #[must_use]
-    pub fn offset(&self) -> u64 {
-        match self {
-            PacketError::Etm(e) => e.offset,
-            PacketError::Ptm(e) => e.offset,
-        }
-    }
-
-    /// Number of bytes skipped (not part of any packet) that this error
-    /// accounts for.
-    #[must_use]
-    pub fn skipped(&self) -> u64 {
-        use etm_packets::ErrorKind as E;
-        use ptm_packets::ErrorKind as P;
-        match self {
-            PacketError::Etm(e) => match e.kind {
-                E::Unsynchronized { len } => len,
-                E::Truncated { len, .. } => len as u64,
-                _ => 0,
-            },
-            PacketError::Ptm(e) => match e.kind {
-                P::Unsynchronized { len } | P::Truncated { len, .. } => len,
-                _ => 0,
-            },
-        }
-    }
-}
-
-impl fmt::Display for PacketError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PacketError::Etm(e) => e.fmt(f),
-            PacketError::Ptm(e) => e.fmt(f),
-        }
-    }
-}
-
-impl core::error::Error for PacketError {}
+pub use crate::protocol::{AnyPacket, PacketError, SourceConfig, SourceStats};
 
 /// What [`Demux`] hands on, in capture order per trace ID.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,143 +40,119 @@ pub enum Item {
     Frame(FrameEvent),
 }
 
-/// Counters per trace source, from its packet parser.
-///
-/// After [`Demux::finish`], `bytes == in_packets + skipped`: every payload
-/// byte is either part of a packet or reported skipped.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SourceStats {
-    /// Payload bytes handed to the parser.
-    pub bytes: u64,
-    /// Bytes that formed packets.
-    pub in_packets: u64,
-    /// Packets parsed.
-    pub packets: u64,
-    /// Bytes skipped by the parser (unsynchronized or damaged).
-    pub skipped: u64,
-    /// Errors reported.
-    pub errors: u64,
-}
+/// One trace source's packet parser, of any protocol (see
+/// [`crate::protocol`]). Boxed: an ETMv3 parser carries its decode tables
+/// (about 1.7 KB).
+macro_rules! parser_type {
+    ($( $(#[$doc:meta])* $name:ident ($var:ident) = $imp:ty; )*) => {
+        #[derive(Debug, Clone)]
+        pub(crate) enum Parser {
+            $( $var(Box<<$imp as PacketProtocol>::Parser>), )*
+        }
 
-/// The two packet crates' counters have the same fields.
-macro_rules! source_stats_from {
-    ($stats:ty) => {
-        impl From<$stats> for SourceStats {
-            fn from(s: $stats) -> SourceStats {
-                SourceStats {
-                    bytes: s.bytes_fed,
-                    in_packets: s.bytes_in_packets,
-                    packets: s.packets,
-                    skipped: s.bytes_skipped,
-                    errors: s.errors,
+        impl Parser {
+            /// A fresh (unsynchronized) parser.
+            pub(crate) fn new(cfg: SourceConfig) -> Self {
+                match cfg {
+                    $( SourceConfig::$var(c) => Parser::$var(Box::new(<$imp>::parser(c))), )*
+                }
+            }
+
+            /// Bytes of the stream were lost before the next ones fed.
+            fn note_loss(&mut self) {
+                match self { $( Parser::$var(p) => <$imp>::note_loss(p), )* }
+            }
+
+            /// The counters.
+            pub(crate) fn stats(&self) -> SourceStats {
+                match self { $( Parser::$var(p) => <$imp>::stats(p), )* }
+            }
+
+            /// Continue the source's stream with `data`, whose first byte
+            /// lies at `offset`; hand what `packet` or `error` makes of
+            /// every packet or error it completes to `each`, in order.
+            /// Each is made straight from the parser's result (`packet`,
+            /// `error` and `each` are inlined: called through pointers,
+            /// they made one more copy of every packet, whose just-written
+            /// bytes the copy had to wait for).
+            #[cfg(feature = "parallel")]
+            #[inline]
+            pub(crate) fn feed<O>(
+                &mut self,
+                offset: u64,
+                data: &[u8],
+                packet: impl Fn(u64, AnyPacket) -> O,
+                error: impl Fn(PacketError) -> O,
+                mut each: impl FnMut(O),
+            ) {
+                match self {
+                    $( Parser::$var(p) => {
+                        for r in <$imp>::feed(p, offset, data) {
+                            each(match r {
+                                Ok((o, pk)) => packet(o, AnyPacket::$var(pk)),
+                                Err(e) => error(PacketError::$var(e)),
+                            });
+                        }
+                    } )*
+                }
+            }
+
+            /// [`Parser::feed`] appending demultiplexer items of source
+            /// `id` to `out`.
+            #[inline]
+            fn push(&mut self, id: u8, offset: u64, data: &[u8], out: &mut Vec<Item>) {
+                match self {
+                    $( Parser::$var(p) => push_items(
+                        <$imp>::feed(p, offset, data),
+                        id,
+                        AnyPacket::$var,
+                        PacketError::$var,
+                        out,
+                    ), )*
+                }
+            }
+
+            /// End of the capture: the error for an incomplete packet or
+            /// unreported skipped bytes, if any.
+            pub(crate) fn finish(&mut self) -> Option<PacketError> {
+                match self { $( Parser::$var(p) => <$imp>::finish(p).map(PacketError::$var), )* }
+            }
+
+            /// Whether timestamps travel Gray-coded.
+            #[cfg(feature = "parallel")]
+            fn gray_timestamps(&self) -> bool {
+                match self { $( Parser::$var(p) => <$imp>::gray_timestamps(p), )* }
+            }
+
+            /// The base of the next compressed timestamp.
+            #[cfg(feature = "parallel")]
+            pub(crate) fn timestamp(&self) -> u64 {
+                match self { $( Parser::$var(p) => <$imp>::timestamp(p), )* }
+            }
+
+            /// Set the base of the next compressed timestamp.
+            #[cfg(feature = "parallel")]
+            pub(crate) fn set_timestamp(&mut self, value: u64) {
+                match self { $( Parser::$var(p) => <$imp>::set_timestamp(p, value), )* }
+            }
+
+            /// Whether the two parse any continuation alike (counters
+            /// aside).
+            #[cfg(feature = "parallel")]
+            pub(crate) fn same_state(&self, other: &Parser) -> bool {
+                match (self, other) {
+                    $( (Parser::$var(a), Parser::$var(b)) => <$imp>::same_state(a, b), )*
+                    #[allow(unreachable_patterns)]
+                    _ => false,
                 }
             }
         }
     };
 }
-source_stats_from!(etm_packets::Stats);
-source_stats_from!(ptm_packets::Stats);
 
-/// One trace source's packet parser, of either protocol. Boxed: an ETMv3
-/// parser carries its decode tables (about 1.7 KB).
-#[derive(Debug, Clone)]
-pub(crate) enum Parser {
-    Etm(Box<etm_packets::Parser>),
-    Ptm(Box<ptm_packets::Parser>),
-}
+for_each_protocol!(parser_type);
 
 impl Parser {
-    /// A fresh (unsynchronized) parser.
-    pub(crate) fn new(cfg: SourceConfig) -> Self {
-        match cfg {
-            SourceConfig::Etm(c) => Parser::Etm(Box::new(etm_packets::Parser::new(c))),
-            SourceConfig::Ptm(c) => Parser::Ptm(Box::new(ptm_packets::Parser::new(c))),
-        }
-    }
-
-    /// Bytes of the stream were lost before the next ones fed.
-    fn note_loss(&mut self) {
-        match self {
-            Parser::Etm(p) => p.note_loss(),
-            Parser::Ptm(_) => {}
-        }
-    }
-
-    /// The counters.
-    pub(crate) fn stats(&self) -> SourceStats {
-        match self {
-            Parser::Etm(p) => p.stats().into(),
-            Parser::Ptm(p) => p.stats().into(),
-        }
-    }
-
-    /// Continue the source's stream with `data`, whose first byte lies at
-    /// `offset`; hand what `packet` or `error` makes of every packet or
-    /// error it completes to `each`, in order. Each is made straight from
-    /// the parser's result (`packet`, `error` and `each` are inlined:
-    /// called through pointers, they made one more copy of every packet,
-    /// whose just-written bytes the copy had to wait for).
-    #[cfg(feature = "parallel")]
-    #[inline]
-    pub(crate) fn feed<O>(
-        &mut self,
-        offset: u64,
-        data: &[u8],
-        packet: impl Fn(u64, AnyPacket) -> O,
-        error: impl Fn(PacketError) -> O,
-        mut each: impl FnMut(O),
-    ) {
-        match self {
-            Parser::Etm(p) => {
-                for r in p.feed_at(offset, data) {
-                    each(match r {
-                        Ok((o, pk)) => packet(o, AnyPacket::Etm(pk)),
-                        Err(e) => error(PacketError::Etm(e)),
-                    });
-                }
-            }
-            Parser::Ptm(p) => {
-                for r in p.feed_at(offset, data) {
-                    each(match r {
-                        Ok((o, pk)) => packet(o, AnyPacket::Ptm(pk)),
-                        Err(e) => error(PacketError::Ptm(e)),
-                    });
-                }
-            }
-        }
-    }
-
-    /// [`Parser::feed`] appending demultiplexer items of source `id` to
-    /// `out`.
-    #[inline]
-    fn push(&mut self, id: u8, offset: u64, data: &[u8], out: &mut Vec<Item>) {
-        match self {
-            Parser::Etm(p) => push_items(
-                p.feed_at(offset, data),
-                id,
-                AnyPacket::Etm,
-                PacketError::Etm,
-                out,
-            ),
-            Parser::Ptm(p) => push_items(
-                p.feed_at(offset, data),
-                id,
-                AnyPacket::Ptm,
-                PacketError::Ptm,
-                out,
-            ),
-        }
-    }
-
-    /// End of the capture: the error for an incomplete packet or
-    /// unreported skipped bytes, if any.
-    pub(crate) fn finish(&mut self) -> Option<PacketError> {
-        match self {
-            Parser::Etm(p) => p.finish().map(PacketError::Etm),
-            Parser::Ptm(p) => p.finish().map(PacketError::Ptm),
-        }
-    }
-
     /// The timestamp `value` as the packets carry it (Gray code or
     /// natural binary): the domain where a packet's low-order bits replace
     /// the base's.
@@ -285,42 +178,6 @@ impl Parser {
             v
         } else {
             wire
-        }
-    }
-
-    #[cfg(feature = "parallel")]
-    fn gray_timestamps(&self) -> bool {
-        match self {
-            Parser::Etm(p) => p.config().timestamp_gray(),
-            Parser::Ptm(p) => !p.config().timestamp_binary(),
-        }
-    }
-
-    /// The base of the next compressed timestamp.
-    #[cfg(feature = "parallel")]
-    pub(crate) fn timestamp(&self) -> u64 {
-        match self {
-            Parser::Etm(p) => p.timestamp(),
-            Parser::Ptm(p) => p.timestamp(),
-        }
-    }
-
-    /// Set the base of the next compressed timestamp.
-    #[cfg(feature = "parallel")]
-    pub(crate) fn set_timestamp(&mut self, value: u64) {
-        match self {
-            Parser::Etm(p) => p.set_timestamp(value),
-            Parser::Ptm(p) => p.set_timestamp(value),
-        }
-    }
-
-    /// Whether the two parse any continuation alike (counters aside).
-    #[cfg(feature = "parallel")]
-    pub(crate) fn same_state(&self, other: &Parser) -> bool {
-        match (self, other) {
-            (Parser::Etm(a), Parser::Etm(b)) => a.same_state(b),
-            (Parser::Ptm(a), Parser::Ptm(b)) => a.same_state(b),
-            _ => false,
         }
     }
 }
@@ -387,10 +244,8 @@ impl Demux {
     ) -> Self {
         // A TPIU stream starts anywhere, its first A-sync often cut off:
         // ETMv3 sources synchronize at an I-sync too.
-        let stream = |cfg: SourceConfig| match (layout, cfg) {
-            (FrameMode::Continuous, SourceConfig::Etm(c)) => {
-                SourceConfig::Etm(c.with_isync_sync(true))
-            }
+        let stream = |cfg: SourceConfig| match layout {
+            FrameMode::Continuous => cfg.in_stream(),
             _ => cfg,
         };
         let any_id = any_id.map(stream);
@@ -440,6 +295,12 @@ impl Demux {
     #[must_use]
     pub fn stats(&self, id: u8) -> Option<SourceStats> {
         self.sources.get(id).map(Parser::stats)
+    }
+
+    /// Counters of every trace ID with a parser, in ascending order.
+    #[must_use]
+    pub fn counters(&self) -> Vec<(u8, SourceStats)> {
+        self.sources.iter().map(|(id, p)| (id, p.stats())).collect()
     }
 
     /// Continue the capture with `chunk`; append what it completes to `out`.

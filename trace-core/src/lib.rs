@@ -11,4 +11,5 @@ pub mod event;
 pub mod frames;
 pub mod memory;
 pub mod per_id;
+pub mod protocol;
 pub mod source;

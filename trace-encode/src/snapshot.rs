@@ -109,6 +109,7 @@ fn device_type(s: &Source) -> String {
     match s.protocol {
         Protocol::Ptm => "PTM1.1".into(),
         Protocol::Etmv3 => format!("ETM3.{}", (s.regs.etmidr >> 4) & 0xf),
+        other => other.label().into(),
     }
 }
 

@@ -8,7 +8,7 @@ use common::{compare, events_to_recs, expected, Decoded};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
-use trace_convert::decode::{memory_for, ExtraMemory};
+use trace_convert::input::memory::{memory_for, ExtraMemory};
 use trace_convert::input::snapshot::Snapshot;
 use trace_convert::input::source::CaptureSpec;
 use trace_core::memory::{MemoryImage, MemoryMap, Space};
@@ -97,20 +97,22 @@ fn snapshot_round_trip() {
         images.insert(s.name.clone(), Arc::new(m));
     }
     let mut events: HashMap<u8, Vec<trace_core::event::Event>> = HashMap::new();
-    trace_convert::decode::decoder(cap, |name| -> Arc<dyn MemoryImage> { images[name].clone() })
-        .and_then(|d| {
-            trace_convert::decode::run(
-                cap,
-                &mut d
-                    .options(trace_core::capture::DecodeOptions::with_jobs(1))
-                    .build(),
-                &mut trace_core::capture::each_event(|e| {
-                    events.entry(e.id).or_default().push(*e);
-                    Ok(())
-                }),
-            )
-        })
-        .expect("decodes");
+    trace_convert::input::capture::decoder(cap, |name| -> Arc<dyn MemoryImage> {
+        images[name].clone()
+    })
+    .and_then(|d| {
+        trace_convert::input::capture::run(
+            cap,
+            &mut d
+                .options(trace_core::capture::DecodeOptions::with_jobs(1))
+                .build(),
+            &mut trace_core::capture::each_event(|e| {
+                events.entry(e.id).or_default().push(*e);
+                Ok(())
+            }),
+        )
+    })
+    .expect("decodes");
     for (id, trace) in [(0x10u8, &ptm), (0x11, &etm)] {
         let mut got = Decoded::default();
         events_to_recs(&events[&id], trace.protocol, &mem, false, &mut got);

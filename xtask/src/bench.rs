@@ -42,7 +42,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use trace_convert::decode::{self as dec, decoder, memory_for, ExtraMemory};
+use trace_convert::input::capture::{self as dec, decoder};
+use trace_convert::input::memory::{memory_for, ExtraMemory};
 use trace_convert::input::source::CaptureSpec;
 use trace_convert::input::{flags::SourceFlags, resolve, Input};
 use trace_core::capture::{

@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
-use trace_convert::decode::{memory_for, ExtraMemory};
+use trace_convert::input::memory::{memory_for, ExtraMemory};
 use trace_convert::input::{flags::SourceFlags, resolve};
 use trace_core::event::{Event, EventKind, InsnClass, Isa, TraceOnReason};
 use trace_core::frames::{Deformatter, FrameEvent, FrameMode};
@@ -379,14 +379,14 @@ fn run_case(dir: &Path, case: &Case, verbose: bool) -> Result<(), String> {
                 etm_ids.push(s.id);
             }
         }
-        trace_convert::decode::decoder(capture, |name| {
+        trace_convert::input::capture::decoder(capture, |name| {
             by_name.get(name).map_or_else(
                 || Arc::new(MemoryMap::new()) as Arc<dyn MemoryImage>,
                 |m| Arc::clone(m) as Arc<dyn MemoryImage>,
             )
         })
         .and_then(|d| {
-            trace_convert::decode::run(
+            trace_convert::input::capture::run(
                 capture,
                 &mut d.build(),
                 &mut trace_core::capture::each_event(|e| {

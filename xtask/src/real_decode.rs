@@ -16,7 +16,7 @@ use crate::listing::parse_line;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
-use trace_convert::decode::{memory_for, ExtraMemory};
+use trace_convert::input::memory::{memory_for, ExtraMemory};
 use trace_convert::input::{flags::SourceFlags, resolve};
 use trace_core::event::{EventKind, InsnClass, Isa, Range};
 use trace_core::memory::Space;
@@ -300,14 +300,14 @@ pub fn decode_ours(snapshot: &Path, id: u8) -> Result<(Side, Arc<MemoryMap>), St
             by_name.insert(s.name.clone(), m);
         }
         let mut events = Vec::new();
-        trace_convert::decode::decoder(capture, |name| {
+        trace_convert::input::capture::decoder(capture, |name| {
             by_name.get(name).map_or_else(
                 || Arc::new(MemoryMap::new()) as Arc<dyn MemoryImage>,
                 |m| Arc::clone(m) as Arc<dyn MemoryImage>,
             )
         })
         .and_then(|d| {
-            trace_convert::decode::run(
+            trace_convert::input::capture::run(
                 capture,
                 &mut d.build(),
                 &mut trace_core::capture::each_event(|e| {

@@ -4,12 +4,14 @@ use super::Input;
 use std::path::PathBuf;
 
 impl Input {
-    /// The files that reading this input opens: its capture files and,
+    /// The files that reading this input opens: its capture files (or
+    /// saved-events file) and,
     /// for a snapshot, `snapshot.ini`, the other `.ini` files beside it,
     /// the device files and the memory dumps.
     #[must_use]
     pub fn files(&self) -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = self.captures.iter().map(|c| c.path.clone()).collect();
+        v.extend(self.saved.iter().map(|s| s.path.clone()));
         if let Some(snap) = &self.snapshot {
             v.push(snap.dir.join("snapshot.ini"));
             if let Ok(rd) = std::fs::read_dir(&snap.dir) {

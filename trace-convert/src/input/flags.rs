@@ -67,14 +67,6 @@ pub struct SourceFlags {
     pub build_id_cache: Option<std::path::PathBuf>,
 }
 
-/// Typical ETMv3.5 ETMIDR (Cortex-A7) and ETMCCER (timestamps implemented,
-/// natural binary, 64-bit) values.
-const ETM_IDR: u32 = 0x410C_F250;
-const ETM_CCER: u32 = 0x3440_08F2;
-/// Typical PFT 1.1 ETMIDR (Cortex-A15) and ETMCCER values.
-const PTM_IDR: u32 = 0x411C_F312;
-const PTM_CCER: u32 = 0x34C0_1AC2;
-
 fn set(reg: &mut u32, bit: u32, on: Option<bool>) {
     match on {
         Some(true) => *reg |= 1 << bit,
@@ -136,21 +128,11 @@ impl SourceFlags {
         regs
     }
 
-    /// The registers a source of `protocol` starts from.
+    /// The registers a source of `protocol` starts from (the protocol's
+    /// typical values: ETMv3.5 of a Cortex-A7, PFT 1.1 of a Cortex-A15).
     #[must_use]
     pub fn base_regs(protocol: Protocol) -> SourceRegs {
-        match protocol {
-            Protocol::Etmv3 => SourceRegs {
-                etmcr: 0,
-                etmccer: ETM_CCER,
-                etmidr: ETM_IDR,
-            },
-            Protocol::Ptm => SourceRegs {
-                etmcr: 0,
-                etmccer: PTM_CCER,
-                etmidr: PTM_IDR,
-            },
-        }
+        protocol.typical_regs()
     }
 
     /// The capture `path` described by these flags, or `None` when no
@@ -206,6 +188,7 @@ pub fn open(path: &Path, flags: &SourceFlags) -> Result<Input, InputError> {
         kind: Kind::Capture,
         captures: vec![capture],
         snapshot: None,
+        saved: None,
     })
 }
 

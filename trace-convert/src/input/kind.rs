@@ -3,6 +3,7 @@
 //! formats apart: the one place an input's format is recognised.
 
 use super::perf;
+use super::saved;
 use super::InputError;
 use std::io::Read;
 use std::path::Path;
@@ -20,21 +21,28 @@ pub enum Kind {
     /// A capture file of trace bytes, described by flags
     /// ([`super::flags`]).
     Capture,
+    /// Events saved by `--save-events`, read by [`super::saved`].
+    SavedEvents,
 }
 
 impl Kind {
     /// The kind of the input at `path`: a folder is a snapshot directory,
-    /// a regular file starting with the perf.data magic a recording, any
-    /// other file a capture.
+    /// a regular file starting with the perf.data magic a recording, one
+    /// starting with the saved-events magic saved events, any other file a
+    /// capture.
     ///
     /// # Errors
     ///
     /// [`InputError::NotFound`] when nothing is at `path`.
     pub fn detect(path: &Path) -> Result<Kind, InputError> {
         if path.is_dir() {
-            Ok(Kind::Snapshot)
-        } else if starts_like_perf_data(path) {
+            return Ok(Kind::Snapshot);
+        }
+        let head = head(path);
+        if perf::is_perf_data(&head) {
             Ok(Kind::PerfData)
+        } else if saved::is_saved_events(&head) {
+            Ok(Kind::SavedEvents)
         } else if path.exists() {
             Ok(Kind::Capture)
         } else {
@@ -49,18 +57,23 @@ impl Kind {
             Kind::Snapshot => "snapshot directory",
             Kind::PerfData => "perf.data recording",
             Kind::Capture => "capture file",
+            Kind::SavedEvents => "saved events",
         }
     }
 }
 
-/// Whether the regular file `path` starts with the perf.data magic (a
-/// FIFO or a device is not opened for reading).
-fn starts_like_perf_data(path: &Path) -> bool {
+/// The first 8 bytes of the regular file `path`, where the magics of
+/// perf.data and saved-events files are (zeros when it is shorter or
+/// cannot be read; a FIFO or a device is not opened for reading).
+fn head(path: &Path) -> [u8; 8] {
     let mut head = [0u8; 8];
-    trace_core::memory::open_regular(path)
+    if trace_core::memory::open_regular(path)
         .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok()
-        && perf::is_perf_data(&head)
+        .is_err()
+    {
+        head = [0; 8];
+    }
+    head
 }
 
 #[cfg(test)]
@@ -78,6 +91,9 @@ mod tests {
         let capture = dir.path().join("etb.bin");
         std::fs::write(&capture, [0x00, 0x00, 0x00, 0x80]).expect("write");
         assert_eq!(Kind::detect(&capture).ok(), Some(Kind::Capture));
+        let saved = dir.path().join("run.events");
+        std::fs::write(&saved, b"TCEVENTS\x02\0").expect("write");
+        assert_eq!(Kind::detect(&saved).ok(), Some(Kind::SavedEvents));
         let short = dir.path().join("short.bin");
         std::fs::write(&short, b"PERF").expect("write");
         assert_eq!(Kind::detect(&short).ok(), Some(Kind::Capture));

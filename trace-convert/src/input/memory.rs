@@ -1,13 +1,134 @@
 //! The memory an input's sources need: for each source, the dumps of the
 //! core the input binds it to (a snapshot's dumps, a recording's mapped
-//! files), then the files given besides ([`ExtraMemory`]).
+//! files), then the files given besides ([`ExtraMemory`]: `--elf`,
+//! `--mem`), loaded once per input ([`Images`]) for the decode and the
+//! outputs alike.
 
+use super::shown::shown;
+use super::snapshot::Snapshot;
 use super::source::CaptureSpec;
 use super::Input;
-use crate::decode::{memory_for, ExtraMemory};
-use std::collections::HashMap;
+use std::collections::hash_map::{Entry, HashMap};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use trace_core::memory::{MemoryError, MemoryImage};
+use trace_core::memory::{Contents, MemoryError, MemoryImage, MemoryMap, Space};
+
+/// A `--mem FILE@ADDR` argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemArg {
+    /// The raw binary.
+    pub path: PathBuf,
+    /// Address of its first byte.
+    pub address: u32,
+}
+
+impl std::str::FromStr for MemArg {
+    type Err = String;
+
+    /// Parse `file.bin@0x80000000` (hexadecimal with `0x`, or decimal).
+    ///
+    /// # Errors
+    ///
+    /// A message when there is no `@`, the file name is empty, or the
+    /// address is not a 32-bit number.
+    fn from_str(s: &str) -> Result<MemArg, String> {
+        let (file, addr) = s
+            .rsplit_once('@')
+            .ok_or_else(|| format!("`{s}`: expected FILE@ADDRESS, e.g. code.bin@0x80000000"))?;
+        if file.is_empty() {
+            return Err(format!("`{s}`: the file name is empty"));
+        }
+        let a = addr.trim();
+        let address = match a.strip_prefix("0x").or_else(|| a.strip_prefix("0X")) {
+            Some(h) => u32::from_str_radix(h, 16),
+            None => a.parse(),
+        }
+        .map_err(|e| format!("`{s}`: `{addr}` is not a 32-bit address: {e}"))?;
+        Ok(MemArg {
+            path: PathBuf::from(file),
+            address,
+        })
+    }
+}
+
+/// Extra memory given on the command line, added to every source's image.
+#[derive(Debug, Clone, Default)]
+pub struct ExtraMemory {
+    /// ELF files.
+    pub elves: Vec<PathBuf>,
+    /// Raw binaries at addresses.
+    pub raw: Vec<MemArg>,
+}
+
+/// Some memory image would be found for `source` ([`memory_for`]): extra
+/// files are given, or the snapshot binds the source to a core with
+/// dumps. Nothing is read.
+#[must_use]
+pub fn has_memory(snapshot: Option<&Snapshot>, source: &str, extra: &ExtraMemory) -> bool {
+    !extra.elves.is_empty()
+        || !extra.raw.is_empty()
+        || snapshot
+            .and_then(|s| s.core_of(source))
+            .is_some_and(|core| !core.dumps.is_empty())
+}
+
+/// The warning for a source without memory image (`name` is the
+/// source's).
+#[must_use]
+pub fn no_memory_warning(name: &str) -> String {
+    format!(
+        "{name}: no memory image (give --elf or --mem); every address will be reported as not accessible"
+    )
+}
+
+/// The memory image of one source: the dumps of the core the snapshot
+/// binds it to, then the extra files (which win where they overlap).
+///
+/// # Errors
+///
+/// [`MemoryError`] when a dump or file cannot be loaded.
+pub fn memory_for(
+    snapshot: Option<&Snapshot>,
+    source: &str,
+    extra: &ExtraMemory,
+) -> Result<MemoryMap, MemoryError> {
+    let mut map = MemoryMap::new();
+    if let (Some(snap), Some(core)) = (snapshot, snapshot.and_then(|s| s.core_of(source))) {
+        // Each file once, however many dump sections name it.
+        let mut files: HashMap<&Path, Contents> = HashMap::new();
+        for d in &core.dumps {
+            let space = d
+                .space
+                .as_deref()
+                .and_then(Space::from_snapshot)
+                .unwrap_or(Space::Any);
+            let base = u32::try_from(d.address).map_err(|_| MemoryError::BadRegion {
+                name: d.path.display().to_string(),
+                reason: format!("address {:#x} beyond 32 bits", d.address),
+            })?;
+            let contents = match files.entry(&d.file) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => {
+                    let io = |source| MemoryError::Io {
+                        path: d.path.clone(),
+                        source,
+                    };
+                    let file = snap.open(&d.file).map_err(io)?;
+                    e.insert(Contents::map(&file).map_err(io)?)
+                }
+            };
+            let name = shown(&d.path.display().to_string());
+            map.add_contents(name, contents, base, space, d.offset, d.length)?;
+        }
+    }
+    for e in &extra.elves {
+        map.add_elf(e, Space::Any)?;
+    }
+    for m in &extra.raw {
+        map.add_file(&m.path, m.address, Space::Any, 0, None)?;
+    }
+    Ok(map)
+}
 
 /// The memory images of an input's sources, loaded before decoding
 /// starts: one per source name, and one for trace IDs no source
@@ -97,11 +218,65 @@ impl Input {
         })
     }
 
+    /// The names of the sources of instruction-trace protocols whose
+    /// image holds nothing (every address they reach will be reported
+    /// as not accessible), in input order.
+    #[must_use]
+    pub fn without_memory<'i>(&self, images: &'i Images) -> Vec<&'i str> {
+        images
+            .empty()
+            .iter()
+            .filter(|name| {
+                self.captures
+                    .iter()
+                    .flat_map(|c| &c.sources)
+                    .any(|s| &s.name == *name && s.protocol.traces_instructions())
+            })
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// Whether a decode of the input that walks no instruction found
+    /// nothing: some source is of a protocol that traces the instructions
+    /// executed, or no source is known at all.
+    #[must_use]
+    pub fn expects_instructions(&self) -> bool {
+        let mut protocols = self
+            .captures
+            .iter()
+            .flat_map(|c| {
+                c.sources
+                    .iter()
+                    .map(|s| s.protocol)
+                    .chain(c.any_id.map(|a| a.0))
+            })
+            .peekable();
+        protocols.peek().is_none() || protocols.any(|p| p.traces_instructions())
+    }
+
     /// Whether some memory image would be found for the source named
     /// `source` (files are given in `extra`, or the input binds the source
     /// to a core with dumps); nothing is read.
     #[must_use]
     pub fn has_memory(&self, source: &str, extra: &ExtraMemory) -> bool {
-        crate::decode::has_memory(self.snapshot.as_ref(), source, extra)
+        has_memory(self.snapshot.as_ref(), source, extra)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mem_arg_parses_and_rejects() {
+        let m: MemArg = "code.bin@0x80000000".parse().expect("valid");
+        assert_eq!(m.address, 0x8000_0000);
+        assert_eq!(m.path, PathBuf::from("code.bin"));
+        let m: MemArg = "a@b.bin@4096".parse().expect("valid");
+        assert_eq!((m.path, m.address), (PathBuf::from("a@b.bin"), 4096));
+        assert!("code.bin".parse::<MemArg>().is_err());
+        assert!("@0x10".parse::<MemArg>().is_err());
+        assert!("x.bin@0x1_0000_0000".parse::<MemArg>().is_err());
+        assert!("x.bin@0x100000000".parse::<MemArg>().is_err());
     }
 }

@@ -7,14 +7,17 @@
 //!   memory dumps, trace buffers), with [`ini`] and [`folder`];
 //! - [`perf`]: `perf.data` recordings (AUX trace, AUXTRACE_INFO, the
 //!   mapped files as memory);
-//! - [`flags`]: a capture file described by command-line flags.
+//! - [`flags`]: a capture file described by command-line flags;
+//! - [`saved`]: events saved by an earlier run (`--save-events`).
 //!
 //! [`source`] describes captures and their sources for all of them,
 //! [`refine`] applies the flags to the sources a snapshot or recording
 //! describes, [`memory`] loads the images, [`files`] lists what an input
-//! reads. A new kind of input is a module here, a [`Kind`] and an arm of
-//! [`resolve`].
+//! reads, and [`capture`] makes of each capture what trace-core reads: its
+//! bytes, its demultiplexer and its decoder. A new kind of input is a
+//! module here, a [`Kind`] and an arm of [`resolve`].
 
+pub mod capture;
 pub mod files;
 pub mod flags;
 pub mod folder;
@@ -24,6 +27,7 @@ pub mod memory;
 pub mod name_index;
 pub mod perf;
 pub mod refine;
+pub mod saved;
 pub mod shown;
 pub mod snapshot;
 pub mod source;
@@ -31,9 +35,8 @@ pub mod source;
 use flags::SourceFlags;
 pub use kind::Kind;
 use snapshot::{Snapshot, SnapshotError};
-use source::{CaptureSpec, Protocol, SourceSpec};
+use source::CaptureSpec;
 use std::path::{Path, PathBuf};
-use trace_core::demux::SourceConfig;
 
 /// Why an input could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -50,7 +53,9 @@ pub enum InputError {
     Snapshot(#[from] SnapshotError),
     /// A capture file was given without `--protocol`.
     #[error(
-        "{0}: a capture file needs --protocol etm or --protocol ptm (or give a snapshot directory)"
+        "{}: a capture file needs {} (or give a snapshot directory)",
+        .0.display(),
+        source::Protocol::flag_list()
     )]
     NoProtocol(PathBuf),
     /// The snapshot holds no trace buffer.
@@ -74,6 +79,14 @@ pub enum InputError {
         /// What is wrong.
         source: perf::PerfError,
     },
+    /// A saved-events file is unusable.
+    #[error("{path}: {reason}")]
+    Saved {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// A source's registers do not describe a usable configuration.
     #[error("{name} (trace ID {id:#04x}): {reason}")]
     BadConfig {
@@ -88,7 +101,8 @@ pub enum InputError {
 
 /// A resolved input: the captures to decode and, for snapshots and
 /// perf.data recordings, the snapshot they describe (cores with their
-/// memory dumps, the files read, notes).
+/// memory dumps, the files read, notes); or the events saved by an
+/// earlier run.
 #[derive(Debug, Clone)]
 pub struct Input {
     /// What kind of input it was.
@@ -99,6 +113,9 @@ pub struct Input {
     /// perf.data recording, described as one: its mapped files are the
     /// memory dumps of its CPUs).
     pub snapshot: Option<Snapshot>,
+    /// Saved events, converted instead of decoding captures (then there
+    /// are none).
+    pub saved: Option<saved::SavedEvents>,
 }
 
 /// Resolve `path`, a snapshot directory, a perf.data file (known by its
@@ -125,30 +142,6 @@ pub fn resolve(path: &Path, flags: &SourceFlags) -> Result<Input, InputError> {
             refine::refine(path, perf::resolve::resolve(path, lookup)?, flags)
         }
         Kind::Capture => flags::open(path, flags),
-    }
-}
-
-impl SourceSpec {
-    /// The packet parser configuration of this source.
-    ///
-    /// # Errors
-    ///
-    /// [`InputError::BadConfig`] when the registers do not describe a
-    /// source of the protocol (e.g. an ETMIDR of the other protocol).
-    pub fn config(&self) -> Result<SourceConfig, InputError> {
-        let r = self.regs;
-        let bad = |reason: String| InputError::BadConfig {
-            name: self.name.clone(),
-            id: self.id,
-            reason,
-        };
-        match self.protocol {
-            Protocol::Etmv3 => etm_packets::Config::from_regs(r.etmcr, r.etmccer, r.etmidr)
-                .map(SourceConfig::Etm)
-                .map_err(|e| bad(format!("ETMIDR {:#010x}: {e}", r.etmidr))),
-            Protocol::Ptm => ptm_packets::Config::from_regs(r.etmcr, r.etmccer, r.etmidr)
-                .map(SourceConfig::Ptm)
-                .map_err(|e| bad(format!("ETMIDR {:#010x}: {e}", r.etmidr))),
-        }
+        Kind::SavedEvents => saved::open(path),
     }
 }

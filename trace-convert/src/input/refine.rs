@@ -20,6 +20,7 @@ pub fn refine(path: &Path, input: Input, flags: &SourceFlags) -> Result<Input, I
         kind,
         mut captures,
         snapshot,
+        saved,
     } = input;
     {
         if let Some(id) = flags.trace_id {
@@ -57,5 +58,6 @@ pub fn refine(path: &Path, input: Input, flags: &SourceFlags) -> Result<Input, I
         kind,
         captures,
         snapshot,
+        saved,
     })
 }

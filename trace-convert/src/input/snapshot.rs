@@ -7,10 +7,11 @@ use super::folder::{is_escape, relative, Folder};
 use super::ini::{parse_u64, Ini, IniError, Section};
 use super::name_index::NameIndex;
 use super::shown::shown;
-use super::source::CaptureSpec;
+use super::source::{CaptureSpec, Protocol, SourceSpec};
 use super::{Input, InputError, Kind};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use trace_core::frames::FrameMode;
 use trace_core::memory::Space;
 
 /// Largest `.ini` file read, so a hostile snapshot cannot make us load a
@@ -204,6 +205,7 @@ pub fn open(dir: &Path) -> Result<Input, InputError> {
         kind: Kind::Snapshot,
         captures,
         snapshot: Some(snap),
+        saved: None,
     })
 }
 
@@ -718,5 +720,109 @@ fn read_buffer(dir: &Path, path: &Path, sec: &Section) -> Result<Buffer, Snapsho
         path: dir.join(&rel),
         file: rel,
         format,
+    })
+}
+
+impl CaptureSpec {
+    /// The captures of a snapshot: one per trace buffer, each with the
+    /// sources bound to it.
+    ///
+    /// A source is skipped, with the reason in [`CaptureSpec::skipped`],
+    /// when it has no device file, is of a kind not decoded, lacks ETMCR
+    /// or ETMTRACEIDR or has one out of range, has a reserved trace ID in
+    /// a formatted buffer (0x00, 0x70 to 0x7F), or has the trace ID of a
+    /// source already bound to the same buffer (their bytes cannot be told
+    /// apart: the first one listed is decoded).
+    #[must_use]
+    pub fn from_snapshot(snap: &Snapshot) -> Vec<CaptureSpec> {
+        snap.buffers
+            .iter()
+            .map(|buffer| {
+                let mut sources: Vec<SourceSpec> = Vec::new();
+                let mut skipped = Vec::new();
+                let formatted = buffer.format == BufferFormat::CoreSight;
+                for (source, _) in snap
+                    .source_buffers
+                    .iter()
+                    .filter(|(_, b)| *b == buffer.name)
+                {
+                    match source_of(snap, source, formatted) {
+                        Ok(spec) => match sources.iter().find(|s| s.id == spec.id) {
+                            Some(first) => skipped.push((
+                                shown(source),
+                                format!(
+                                    "trace ID {:#04x} is already {}'s in buffer {}: their trace cannot be told apart (the first one listed is decoded)",
+                                    spec.id,
+                                    shown(&first.name),
+                                    shown(&buffer.name)
+                                ),
+                            )),
+                            None => sources.push(spec),
+                        },
+                        Err(why) => skipped.push((shown(source), why)),
+                    }
+                }
+                if !formatted && sources.len() > 1 {
+                    for extra in sources.drain(1..) {
+                        skipped.push((
+                            shown(&extra.name),
+                            format!(
+                                "buffer {} holds one source's data (format=source_data): only the first one bound to it is decoded",
+                                shown(&buffer.name)
+                            ),
+                        ));
+                    }
+                }
+                sources.sort_by_key(|s| s.id);
+                let layout = if formatted {
+                    FrameMode::Memory
+                } else {
+                    FrameMode::Raw {
+                        id: sources.first().map_or(0, |s| s.id),
+                    }
+                };
+                CaptureSpec {
+                    path: buffer.path.clone(),
+                    layout,
+                    sources,
+                    any_id: None,
+                    skipped,
+                    within: Some((snap.folder.clone(), buffer.file.clone())),
+                    range: None,
+                    task: None,
+                }
+            })
+            .collect()
+    }
+}
+
+/// The source `source` of `snap`, bound to a buffer (`formatted`: in
+/// CoreSight frames, where the trace ID tells sources apart), or why it
+/// cannot be decoded.
+fn source_of(snap: &Snapshot, source: &str, formatted: bool) -> Result<SourceSpec, String> {
+    let dev = snap.device(source).ok_or("no device file lists it")?;
+    let protocol = Protocol::from_device_type(&dev.kind).ok_or_else(|| {
+        format!(
+            "{} trace (only {} are decoded)",
+            if dev.kind.is_empty() {
+                "a device without a type".to_owned()
+            } else {
+                shown(&dev.kind)
+            },
+            Protocol::decoded_list()
+        )
+    })?;
+    let (id, regs) = protocol.device_regs(&|n| dev.reg(n))?;
+    if formatted && (id == 0 || id >= 0x70) {
+        return Err(format!(
+            "trace ID {id:#04x} is reserved in CoreSight frames (sources use 0x01 to 0x6F)"
+        ));
+    }
+    Ok(SourceSpec {
+        name: dev.name.clone(),
+        id,
+        protocol,
+        regs,
+        core: snap.core_of(source).map(|c| c.name.clone()),
     })
 }

@@ -1,8 +1,8 @@
 //! The saved-events sink (`--save-events`): every decoded event, in
 //! order, into a file that `--from-events` converts later without
-//! decoding again (format in [`crate::sinks::events_file::format`]).
+//! decoding again (format in [`crate::input::saved::format`]).
 
-pub mod format;
+pub use crate::input::saved::format;
 
 use self::format::{EventWriter, Header};
 use crate::sinks::{EventCtx, Flow, Interest, NoParts, Output, RunInfo, Sink};

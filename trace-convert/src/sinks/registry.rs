@@ -15,7 +15,6 @@
 use super::autofdo::dwarf::ProfileDwarf;
 use super::autofdo::AutofdoSink;
 use super::chrome::ChromeSink;
-use super::events_file::format::Header;
 use super::events_file::EventsSink;
 use super::folded::{FoldedSink, Weight};
 use super::lcov::coverage::LcovOptions;
@@ -23,6 +22,7 @@ use super::lcov::LcovSink;
 use super::perfetto::PerfettoSink;
 use super::report::{ReportFormat, ReportOptions, ReportSink};
 use super::DynSink;
+use crate::input::saved::format::Header;
 use crate::output::OutputFile;
 use crate::symbols::Symbolizer;
 use std::io;
@@ -240,7 +240,7 @@ fn open_autofdo<'a>(out: OutputFile, setup: &Setup<'a>) -> io::Result<Box<dyn Dy
     let Some(code) = &setup.code else {
         return Err(io::Error::other("no memory image for --autofdo"));
     };
-    let dwarf = ProfileDwarf::read(setup.symbols.files())
+    let dwarf = ProfileDwarf::of(setup.symbols)
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
     Ok(Box::new(AutofdoSink::new(out, Arc::clone(code), dwarf)))
 }

@@ -5,14 +5,12 @@
 
 use super::inline::{self, InlineNames, UnitCache, UnitScope};
 use super::path_map::PathMap;
+use super::reader::Reader;
 use object::{Object, ObjectSection};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
-
-/// How the DWARF sections are read.
-pub(crate) type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
 
 /// A source position.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -110,6 +108,11 @@ impl DwarfInfo {
             has_inlined,
             units: RefCell::new(HashMap::new()),
         }))
+    }
+
+    /// The sections, as loaded.
+    pub(crate) fn sections(&self) -> &gimli::Dwarf<Reader> {
+        &self.dwarf
     }
 
     /// Read every unit, its entries and its line program once, and say

@@ -9,7 +9,7 @@
 //! subroutine nested in another one (directly or inside lexical blocks)
 //! continues its chain, and where scopes overlap the innermost one holds.
 
-use super::dwarf::Reader;
+use super::reader::Reader;
 use super::Function;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};

@@ -24,7 +24,6 @@ use super::convert_common::{cli, corpus_program, corpus_traces_with};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use trace_convert::input::source::Protocol;
 use trace_encode::{PtmOptions, Trace};
 
 /// One function (or inlined copy) of a text sample profile.
@@ -319,10 +318,7 @@ fn corpus_profiles_equal_the_emulator_truth() {
         };
         let cov = dir.join(format!("{name}.cov.json"));
         for (protocol, trace) in &corpus_traces_with(&name, &flow, &mem, &ptm) {
-            let protocol = match protocol {
-                Protocol::Etmv3 => "etm",
-                Protocol::Ptm => "ptm",
-            };
+            let protocol = protocol.flag();
             let text = profile_of(trace, protocol, &elf, tmp.path());
             let (l, c) = compare_with_truth(&format!("{name} {protocol}"), &text, &elf, &cov);
             lines += l;

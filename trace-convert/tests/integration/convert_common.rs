@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use trace_convert::convert::{self, ConvertOptions, ConvertReport, Converter};
-use trace_convert::decode::ExtraMemory;
+use trace_convert::input::memory::ExtraMemory;
 use trace_convert::input::source::Protocol;
 use trace_convert::input::{self, flags::SourceFlags, Input};
 use trace_convert::progress::NoProgress;
@@ -24,9 +24,9 @@ pub fn one_thread_events(
     memory: impl FnMut(&str) -> std::sync::Arc<dyn trace_core::memory::MemoryImage>,
 ) -> Vec<trace_core::event::Event> {
     let mut events = Vec::new();
-    trace_convert::decode::decoder(spec, memory)
+    trace_convert::input::capture::decoder(spec, memory)
         .and_then(|d| {
-            trace_convert::decode::run(
+            trace_convert::input::capture::run(
                 spec,
                 &mut d
                     .options(trace_core::capture::DecodeOptions::with_jobs(1))

@@ -1,5 +1,6 @@
-//! `--save-events` then `--from-events` gives the same outputs, byte for
-//! byte, as converting the capture directly.
+//! `--save-events` then `--from-events` (or the saved events given as
+//! the input) gives the same outputs, byte for byte, as converting the
+//! capture directly.
 
 use std::path::Path;
 use std::process::Command;
@@ -50,11 +51,27 @@ fn saved_events_convert_to_identical_outputs() {
             "{}",
             String::from_utf8_lossy(&later.stderr)
         );
+        // Known by its magic as any input is.
+        let input = Command::new(bin())
+            .arg(t("saved.events"))
+            .args(outputs("input"))
+            .output()
+            .expect("run");
+        assert!(
+            input.status.success(),
+            "{}",
+            String::from_utf8_lossy(&input.stderr)
+        );
         for ext in ["json", "folded", "pftrace"] {
             let a = std::fs::read(t(&format!("direct.{ext}"))).expect("direct output");
             let b = std::fs::read(t(&format!("later.{ext}"))).expect("later output");
+            let c = std::fs::read(t(&format!("input.{ext}"))).expect("input output");
             assert!(!a.is_empty());
             assert!(a == b, "{capture}: {ext} differs");
+            assert!(
+                a == c,
+                "{capture}: {ext} of the saved events as input differs"
+            );
         }
     }
     std::fs::remove_dir_all(&tmp).ok();
@@ -80,6 +97,43 @@ fn a_damaged_events_file_is_an_input_error() {
         !Path::new(&tmp.join("x.folded")).exists(),
         "no partial output"
     );
+    std::fs::remove_dir_all(&tmp).ok();
+}
+
+/// `packets` and `decode` read captures: saved events given to them are
+/// refused with a message that says how to convert them, and no listing
+/// is written.
+#[test]
+fn listings_refuse_saved_events() {
+    let (dir, _) = example();
+    let tmp = std::env::temp_dir().join(format!("tc-events-list-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("tmp");
+    let saved = tmp.join("run.events");
+    let out = Command::new(bin())
+        .arg(&dir)
+        .arg("--save-events")
+        .arg(&saved)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for command in ["packets", "decode"] {
+        let listing = tmp.join(format!("{command}.txt"));
+        let out = Command::new(bin())
+            .arg(command)
+            .arg(&saved)
+            .arg("-o")
+            .arg(&listing)
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("saved events"), "{command}: {err}");
+        assert!(!listing.exists(), "{command}: no listing");
+    }
     std::fs::remove_dir_all(&tmp).ok();
 }
 

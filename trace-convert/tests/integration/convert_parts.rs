@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use trace_convert::clock::ClockInfo;
 use trace_convert::convert::{ConvertReport, Converter};
-use trace_convert::decode::{decoder, memory_for, run, ExtraMemory};
+use trace_convert::input::capture::{decoder, run};
+use trace_convert::input::memory::{memory_for, ExtraMemory};
 use trace_convert::input::Input;
 use trace_convert::sinks::lcov::coverage::{Coverage, CoveragePart, LcovOptions};
 use trace_convert::sinks::lcov::LcovSink;
@@ -134,9 +135,9 @@ fn convert(
     let mut used_parts = false;
     match opts {
         None => {
-            trace_convert::decode::decoder(spec, |_| Arc::clone(&mem))
+            trace_convert::input::capture::decoder(spec, |_| Arc::clone(&mem))
                 .and_then(|d| {
-                    trace_convert::decode::run(
+                    trace_convert::input::capture::run(
                         spec,
                         &mut d
                             .options(trace_core::capture::DecodeOptions::with_jobs(1))

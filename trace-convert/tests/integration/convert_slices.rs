@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use trace_convert::convert::{self, ConvertOptions, ConvertReport, Converter};
-use trace_convert::decode::{memory_for, ExtraMemory};
 use trace_convert::input::flags::SourceFlags;
+use trace_convert::input::memory::{memory_for, ExtraMemory};
 use trace_convert::input::Input;
 use trace_convert::progress::NoProgress;
 use trace_convert::sinks::chrome::ChromeSink;
@@ -138,9 +138,9 @@ fn a_whole_conversion_equals_its_events_fed_one_by_one() {
     });
     let one_by_one = convert(&input, &symbols, &memory, |mut conv| {
         conv.set_info(name.clone(), sources.clone());
-        trace_convert::decode::decoder(spec, |_| Arc::clone(&memory))
+        trace_convert::input::capture::decoder(spec, |_| Arc::clone(&memory))
             .and_then(|d| {
-                trace_convert::decode::run(
+                trace_convert::input::capture::run(
                     spec,
                     &mut d
                         .options(trace_core::capture::DecodeOptions::with_jobs(1))

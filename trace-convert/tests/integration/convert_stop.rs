@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use trace_convert::convert::{self, ConvertOptions, ConvertReport, Converter};
-use trace_convert::decode::ExtraMemory;
+use trace_convert::input::memory::ExtraMemory;
 use trace_convert::input::{self, flags::SourceFlags};
 use trace_convert::progress::NoProgress;
 use trace_convert::sinks::folded::{FoldedSink, Weight};

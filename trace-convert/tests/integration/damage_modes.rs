@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use test_support::Rng;
-use trace_convert::decode::{memory_for, ExtraMemory};
+use trace_convert::input::memory::{memory_for, ExtraMemory};
 use trace_convert::input::source::CaptureSpec;
 use trace_convert::input::{flags::SourceFlags, resolve, Input};
 use trace_core::capture::DecodeSummary;
@@ -81,7 +81,7 @@ fn decode(case: &Case, spec: &CaptureSpec, bytes: &[u8]) -> (Vec<Event>, DecodeS
         spec.path = path.to_owned();
         let mut images: HashMap<String, Arc<dyn MemoryImage>> = HashMap::new();
         let mut events = Vec::new();
-        let summary = trace_convert::decode::decoder(&spec, |name| {
+        let summary = trace_convert::input::capture::decoder(&spec, |name| {
             images
                 .entry(name.to_owned())
                 .or_insert_with(|| {
@@ -93,7 +93,7 @@ fn decode(case: &Case, spec: &CaptureSpec, bytes: &[u8]) -> (Vec<Event>, DecodeS
                 .clone()
         })
         .and_then(|d| {
-            trace_convert::decode::run(
+            trace_convert::input::capture::run(
                 &spec,
                 &mut d.build(),
                 &mut trace_core::capture::each_event(|e| {

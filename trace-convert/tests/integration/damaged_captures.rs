@@ -3,8 +3,8 @@
 //! the next I-sync on every packet equals the clean decode.
 
 use test_support::Rng;
+use trace_convert::input::capture::demux_for;
 use trace_convert::input::{flags::SourceFlags, resolve, source::CaptureSpec};
-use trace_convert::packets::demux_for;
 use trace_convert::sinks::listing::packets::PacketRecord;
 use trace_core::demux::{AnyPacket, Item};
 use trace_core::frames::FrameMode;

@@ -320,7 +320,7 @@ fn packet_lines_of_the_real_captures_are_the_reference_lines() {
         let input = resolve(&snap, &SourceFlags::default()).unwrap();
         for capture in &input.captures {
             let mut items = Vec::new();
-            trace_convert::packets::read_capture(capture, |item| {
+            trace_convert::input::capture::read_capture(capture, |item| {
                 items.push(item.clone());
                 Ok(())
             })
@@ -330,18 +330,18 @@ fn packet_lines_of_the_real_captures_are_the_reference_lines() {
             // And the decode of the capture.
             let mut events = Vec::new();
             let memory = |name: &str| {
-                let m = trace_convert::decode::memory_for(
+                let m = trace_convert::input::memory::memory_for(
                     input.snapshot.as_ref(),
                     name,
-                    &trace_convert::decode::ExtraMemory::default(),
+                    &trace_convert::input::memory::ExtraMemory::default(),
                 )
                 .unwrap();
                 std::sync::Arc::new(m) as std::sync::Arc<dyn trace_core::memory::MemoryImage>
             };
-            let mut decoder = trace_convert::decode::decoder(capture, memory)
+            let mut decoder = trace_convert::input::capture::decoder(capture, memory)
                 .unwrap()
                 .build();
-            trace_convert::decode::run(
+            trace_convert::input::capture::run(
                 capture,
                 &mut decoder,
                 &mut trace_core::capture::each_event(|e| {

@@ -6,7 +6,7 @@
 use crate::convert_common::one_thread_events;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use trace_convert::decode::{memory_for, ExtraMemory};
+use trace_convert::input::memory::{memory_for, ExtraMemory};
 use trace_convert::input::source::CaptureSpec;
 use trace_convert::input::{flags::SourceFlags, resolve, Input};
 use trace_core::event::Event;

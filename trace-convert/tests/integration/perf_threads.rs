@@ -11,8 +11,8 @@ use object::{Object, ObjectSegment};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use trace_convert::decode::{memory_for, ExtraMemory};
 use trace_convert::input::flags::SourceFlags;
+use trace_convert::input::memory::{memory_for, ExtraMemory};
 use trace_convert::input::source::{CaptureSpec, Protocol};
 use trace_convert::input::{resolve, Input};
 use trace_core::event::Event;
@@ -45,9 +45,10 @@ fn mapping(elf: &Path) -> PerfMmap {
 /// A corpus program's ELF and its flow encoded as `protocol`.
 pub fn program(dir: &Path, name: &str, protocol: Protocol) -> (PathBuf, Trace) {
     let (elf, flow, mem) = corpus_program(dir, name);
-    let trace = match protocol {
-        Protocol::Ptm => encode_ptm(&flow.items, &mem, &PtmOptions::default()),
-        Protocol::Etmv3 => encode_etm(&flow.items, &mem, &EtmOptions::default()),
+    let trace = if protocol == Protocol::Ptm {
+        encode_ptm(&flow.items, &mem, &PtmOptions::default())
+    } else {
+        encode_etm(&flow.items, &mem, &EtmOptions::default())
     }
     .expect("encode");
     (elf, trace)

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use trace_convert::convert::{self, ConvertOptions, Converter};
-use trace_convert::decode::ExtraMemory;
+use trace_convert::input::memory::ExtraMemory;
 use trace_convert::input::Input;
 use trace_convert::progress::NoProgress;
 use trace_convert::sinks::folded::{FoldedSink, Weight};

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::mpsc;
 use std::time::Duration;
-use trace_convert::decode::{memory_for, ExtraMemory};
 use trace_convert::input::flags::SourceFlags;
+use trace_convert::input::memory::{memory_for, ExtraMemory};
 use trace_convert::input::snapshot::{Snapshot, SnapshotError};
 use trace_convert::input::{self, Input};
 
@@ -102,7 +102,7 @@ fn instructions(input: &Input) -> Result<u64, String> {
     let capture = &input.captures[0];
     let snap = input.snapshot.clone();
     let mut err = None;
-    let summary = trace_convert::decode::decoder(capture, |name| {
+    let summary = trace_convert::input::capture::decoder(capture, |name| {
         match memory_for(snap.as_ref(), name, &ExtraMemory::default()) {
             Ok(m) => std::sync::Arc::new(m),
             Err(e) => {
@@ -112,7 +112,7 @@ fn instructions(input: &Input) -> Result<u64, String> {
         }
     })
     .and_then(|d| {
-        trace_convert::decode::run(
+        trace_convert::input::capture::run(
             capture,
             &mut d.build(),
             &mut trace_core::capture::each_event(|_| Ok(())),

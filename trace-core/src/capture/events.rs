@@ -1,7 +1,7 @@
 //! Pulling a capture's events: the decode on the calling thread, run as
 //! far as the next event asked for.
 
-use super::sequential::{parsed, FEED};
+use super::sequential::FEED;
 use super::{CaptureError, DecodeSummary, Plan, SourceCounts};
 use crate::decode::Decoder;
 use crate::demux::{Demux, Item};
@@ -65,7 +65,7 @@ impl<R: Read> Events<R> {
                 .into_iter()
                 .map(|id| (id, self.counts.get(id).copied().unwrap_or_default()))
                 .collect(),
-            parsed: parsed(&self.demux),
+            parsed: self.demux.counters(),
             bytes: self.bytes,
         }
     }

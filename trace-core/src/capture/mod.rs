@@ -79,6 +79,7 @@ pub use events::Events;
 pub use mismatches::{Firsts, Mismatches};
 pub use options::{DecodeOptions, ParallelStats, WarmUp};
 pub use parts::{Delivery, Part, Parts};
+pub use sequential::read_items;
 pub use summary::{DecodeSummary, SourceCounts};
 
 use crate::decode::DecoderConfig;

@@ -215,6 +215,15 @@ struct Queued {
 /// Decode the capture read from `input` on `opts.jobs` threads (those of
 /// `pool` and the calling thread, when given), handing the deliveries to
 /// `each`; also returns how the chunks went.
+///
+/// The steps: the layout decides whether chunks can be cut at all
+/// ([`chunk_layout`]); the threads are set up ([`Threads`]); then, until
+/// the input ends, windows of chunks are handed out ([`Chunks::hand_out`]),
+/// the oldest one is waited for while the calling thread works chunks no
+/// worker has taken ([`Chunks::wait_for`]), joined onto the real state
+/// and its events handed on ([`Chunks::join`]), and the next chunks sized
+/// from the events per byte seen ([`Sizing`]); last, the end of the
+/// capture as one pass ends it ([`Chunks::end`]).
 pub(crate) fn decode_chunks<R: Read, T: Consumer + ?Sized>(
     plan: &Plan,
     input: R,
@@ -223,142 +232,292 @@ pub(crate) fn decode_chunks<R: Read, T: Consumer + ?Sized>(
     pool: Option<&rayon::ThreadPool>,
     each: &mut T,
 ) -> Result<(DecodeSummary, ParallelStats), CaptureError> {
-    let (layout, raw_id) = match plan.layout {
-        // A range of a file (perf.data AUX data) and a TPIU stream are
-        // decoded on this thread.
-        _ if plan.start.is_some() => (None, 0),
-        FrameMode::Continuous => (None, 0),
-        FrameMode::Raw { id } => (Some(Layout::Raw), id & 0x7F),
-        FrameMode::Memory => (Some(Layout::Frames), 0),
-    };
-    let Some(layout) = layout else {
+    let Some((layout, raw_id)) = chunk_layout(plan) else {
         return decode_sequential_parts(plan, input, parts.as_deref(), opts.part_bytes, each)
             .map(|s| (s, ParallelStats::default()));
     };
-    let shared = Arc::new(Shared {
-        layout,
-        raw_id,
-        plan: plan.clone(),
-        redone: (0..TRACE_IDS).map(|_| AtomicBool::new(false)).collect(),
-        warm_up: opts.warm_up,
-    });
-    // The sources parsed from the start, as one pass has them.
-    let mut truth = Truth::new();
-    for id in plan.configured() {
-        if let Some(cfg) = plan.source(id) {
-            truth.parsers.insert(id, PacketParser::new(cfg.source));
-        }
-    }
-    if let FrameMode::Raw { .. } = plan.layout {
-        if let Some(cfg) = plan.source(raw_id) {
-            truth
-                .parsers
-                .get_or_insert_with(raw_id, || Some(PacketParser::new(cfg.source)));
-        }
-    }
-    // Memory images: the configured sources' now, other trace IDs' when
-    // first met.
-    let mut images: PerId<Arc<dyn MemoryImage>> = PerId::new();
-    for id in plan.configured() {
-        images.insert(id, plan.image(id));
-    }
-    let mut memories: Memories = Arc::new(images.clone());
-
-    // The calling thread decodes chunks too while it waits for the next
-    // one to join: one thread fewer in the pool.
-    let own_pool;
-    let (pool, jobs) = match pool {
-        Some(p) => (p, p.current_num_threads() + 1),
-        None => {
-            let jobs = opts.jobs.max(1);
-            own_pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(jobs.saturating_sub(1).max(1))
-                .thread_name(|i| format!("decode-{i}"))
-                .build()
-                .map_err(|e| CaptureError::Threads(e.to_string()))?;
-            (&own_pool, jobs)
-        }
-    };
-    let per_window = jobs * opts.parts_per_job.max(1);
-    // A buffer for every chunk in flight (two windows) and two more.
-    let buffers = 2 * per_window + 2;
-    let spare = Arc::new(Spare {
-        keep: usize::try_from(CHUNK_EVENTS)
-            .unwrap_or(usize::MAX)
-            .saturating_mul(buffers),
-        count: buffers,
-        ..Spare::default()
-    });
-    // About one code cache per worker and source (a chunk holds a few
-    // sources at most).
-    let caches = Arc::new(Caches::new(4 * jobs));
-    let max_chunk = opts.part_bytes.max(1);
-    // Chunks whose events all go to parts hold none, except where the
-    // join decodes a share again: they are cut for four times the events
-    // (fewer joins, and the warm-up of a source with a return stack, 8
-    // KiB before each chunk, costs less: on the two-source capture the
-    // threads' CPU time was 1.17x one thread's with chunks cut for
-    // CHUNK_EVENTS). Not larger: a share decoded again holds its events.
-    let chunk_events = match &parts {
-        Some(p) if !p.keep_events() => 4 * CHUNK_EVENTS,
-        _ => CHUNK_EVENTS,
-    };
-    let mut chunk_bytes = max_chunk.min(FIRST_CHUNK);
-    // Bytes joined so far, and the densest chunk: its events and bytes.
-    let mut seen_bytes = 0u64;
-    let mut densest = (0u64, 1u64);
-
-    let mut reader = Reader::new(input, layout);
-    let todo = Arc::new(Todo::default());
-    let (tx, rx) = mpsc::channel::<(u64, Option<ChunkDone>)>();
-    let mut queue: VecDeque<Queued> = VecDeque::new();
-    let mut arrived: BTreeMap<u64, Option<ChunkDone>> = BTreeMap::new();
-    let mut next_seq = 0u64;
-    let mut eof = false;
-    let mut stats = ParallelStats::default();
+    let threads = Threads::new(pool, opts)?;
+    let mut chunks = Chunks::new(plan, input, layout, raw_id, opts, parts, threads.jobs);
     let mut sink = Sink::new(each);
-    let failed = || CaptureError::ThreadFailed;
     loop {
-        // Keep up to two windows of chunks with the workers.
-        while !eof && queue.len() + per_window <= 2 * per_window {
-            let chunk = usize::try_from(chunk_bytes).unwrap_or(usize::MAX);
-            let scan = usize::try_from((chunk_bytes / 2).min(MAX_SCAN)).unwrap_or(0);
-            let window = reader
+        chunks.hand_out(threads.pool())?;
+        let Some(q) = chunks.queue.pop_front() else {
+            break;
+        };
+        let done = chunks.wait_for(&q)?;
+        chunks.join(plan, &q, done, &mut sink)?;
+    }
+    chunks.end(&mut sink)
+}
+
+/// How a capture laid out as `plan` says is cut into chunks, with the
+/// trace ID of a raw stream; `None` when it is decoded on the calling
+/// thread: a range of a file (perf.data AUX data) and a TPIU stream.
+fn chunk_layout(plan: &Plan) -> Option<(Layout, u8)> {
+    match plan.layout {
+        _ if plan.start.is_some() => None,
+        FrameMode::Continuous => None,
+        FrameMode::Raw { id } => Some((Layout::Raw, id & 0x7F)),
+        FrameMode::Memory => Some((Layout::Frames, 0)),
+    }
+}
+
+/// The worker threads: the caller's pool, or one made for this capture.
+/// The calling thread decodes chunks too while it waits for the next one
+/// to join: one thread fewer in the pool.
+struct Threads<'p> {
+    pool: Pool<'p>,
+    /// Threads decoding, the calling thread included.
+    jobs: usize,
+}
+
+/// The caller's pool or one of this decode's own.
+enum Pool<'p> {
+    Given(&'p rayon::ThreadPool),
+    Own(rayon::ThreadPool),
+}
+
+impl<'p> Threads<'p> {
+    fn new(
+        pool: Option<&'p rayon::ThreadPool>,
+        opts: &DecodeOptions,
+    ) -> Result<Self, CaptureError> {
+        Ok(match pool {
+            Some(p) => Threads {
+                pool: Pool::Given(p),
+                jobs: p.current_num_threads() + 1,
+            },
+            None => {
+                let jobs = opts.jobs.max(1);
+                let own = rayon::ThreadPoolBuilder::new()
+                    .num_threads(jobs.saturating_sub(1).max(1))
+                    .thread_name(|i| format!("decode-{i}"))
+                    .build()
+                    .map_err(|e| CaptureError::Threads(e.to_string()))?;
+                Threads {
+                    pool: Pool::Own(own),
+                    jobs,
+                }
+            }
+        })
+    }
+
+    fn pool(&self) -> &rayon::ThreadPool {
+        match &self.pool {
+            Pool::Given(p) => p,
+            Pool::Own(p) => p,
+        }
+    }
+}
+
+/// How large the next chunks are cut: from the events per byte of the
+/// densest chunk so far, so that a capture whose parts differ (one
+/// protocol here, another there) keeps every chunk's events near
+/// `events` (their events wait for the join).
+struct Sizing {
+    /// Events a chunk should give at most.
+    events: u64,
+    /// Largest chunk ([`DecodeOptions::part_bytes`]).
+    max: u64,
+    /// The size of the next chunks.
+    bytes: u64,
+    /// Bytes joined so far.
+    seen: u64,
+    /// The densest chunk so far: its events and bytes.
+    densest: (u64, u64),
+}
+
+impl Sizing {
+    fn new(opts: &DecodeOptions, parts: Option<&dyn Parts>) -> Sizing {
+        let max = opts.part_bytes.max(1);
+        // Chunks whose events all go to parts hold none, except where the
+        // join decodes a share again: they are cut for four times the
+        // events (fewer joins, and the warm-up of a source with a return
+        // stack, 8 KiB before each chunk, costs less: on the two-source
+        // capture the threads' CPU time was 1.17x one thread's with chunks
+        // cut for CHUNK_EVENTS). Not larger: a share decoded again holds
+        // its events.
+        let events = match parts {
+            Some(p) if !p.keep_events() => 4 * CHUNK_EVENTS,
+            _ => CHUNK_EVENTS,
+        };
+        Sizing {
+            events,
+            max,
+            bytes: max.min(FIRST_CHUNK),
+            seen: 0,
+            densest: (0, 1),
+        }
+    }
+
+    /// A chunk of `len` bytes gave `events` events.
+    fn joined(&mut self, events: u64, len: u64) {
+        self.seen += len;
+        if len > 0
+            && u128::from(events) * u128::from(self.densest.1)
+                > u128::from(self.densest.0) * u128::from(len)
+        {
+            self.densest = (events, len);
+        }
+        match self
+            .events
+            .saturating_mul(self.densest.1)
+            .checked_div(self.densest.0)
+        {
+            Some(fit) => self.bytes = fit.max(MIN_CHUNK).min(self.max),
+            None if self.seen >= FIRST_CHUNK => self.bytes = self.max,
+            None => {}
+        }
+    }
+}
+
+/// A decode in chunks under way: what is handed out, what came back, and
+/// the real state the chunks are joined onto.
+struct Chunks<R> {
+    shared: Arc<Shared>,
+    /// The sources parsed and decoded from the start, as one pass has
+    /// them.
+    truth: Truth,
+    /// Memory images: the configured sources' from the start, other
+    /// trace IDs' when first met; `memories` is what the chunks handed
+    /// out are given.
+    images: PerId<Arc<dyn MemoryImage>>,
+    memories: Memories,
+    parts: Option<Arc<dyn Parts>>,
+    spare: Arc<Spare>,
+    caches: Arc<Caches>,
+    sizing: Sizing,
+    /// Chunks handed out per window.
+    per_window: usize,
+    reader: Reader<R>,
+    todo: Arc<Todo>,
+    tx: mpsc::Sender<(u64, Option<ChunkDone>)>,
+    rx: mpsc::Receiver<(u64, Option<ChunkDone>)>,
+    /// Chunks handed out and not yet joined, oldest first.
+    queue: VecDeque<Queued>,
+    /// Chunks worked and not yet joined.
+    arrived: BTreeMap<u64, Option<ChunkDone>>,
+    next_seq: u64,
+    eof: bool,
+    stats: ParallelStats,
+}
+
+impl<R: Read> Chunks<R> {
+    fn new(
+        plan: &Plan,
+        input: R,
+        layout: Layout,
+        raw_id: u8,
+        opts: &DecodeOptions,
+        parts: Option<Arc<dyn Parts>>,
+        jobs: usize,
+    ) -> Chunks<R> {
+        let shared = Arc::new(Shared {
+            layout,
+            raw_id,
+            plan: plan.clone(),
+            redone: (0..TRACE_IDS).map(|_| AtomicBool::new(false)).collect(),
+            warm_up: opts.warm_up,
+        });
+        let mut truth = Truth::new();
+        for id in plan.configured() {
+            if let Some(cfg) = plan.source(id) {
+                truth.parsers.insert(id, PacketParser::new(cfg.source));
+            }
+        }
+        if let FrameMode::Raw { .. } = plan.layout {
+            if let Some(cfg) = plan.source(raw_id) {
+                truth
+                    .parsers
+                    .get_or_insert_with(raw_id, || Some(PacketParser::new(cfg.source)));
+            }
+        }
+        let mut images: PerId<Arc<dyn MemoryImage>> = PerId::new();
+        for id in plan.configured() {
+            images.insert(id, plan.image(id));
+        }
+        let memories: Memories = Arc::new(images.clone());
+        let per_window = jobs * opts.parts_per_job.max(1);
+        // A buffer for every chunk in flight (two windows) and two more.
+        let buffers = 2 * per_window + 2;
+        let spare = Arc::new(Spare {
+            keep: usize::try_from(CHUNK_EVENTS)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(buffers),
+            count: buffers,
+            ..Spare::default()
+        });
+        // About one code cache per worker and source (a chunk holds a few
+        // sources at most).
+        let caches = Arc::new(Caches::new(4 * jobs));
+        let sizing = Sizing::new(opts, parts.as_deref());
+        let (tx, rx) = mpsc::channel();
+        Chunks {
+            shared,
+            truth,
+            images,
+            memories,
+            parts,
+            spare,
+            caches,
+            sizing,
+            per_window,
+            reader: Reader::new(input, layout),
+            todo: Arc::new(Todo::default()),
+            tx,
+            rx,
+            queue: VecDeque::new(),
+            arrived: BTreeMap::new(),
+            next_seq: 0,
+            eof: false,
+            stats: ParallelStats::default(),
+        }
+    }
+
+    /// Keep up to two windows of chunks with the workers: read the next
+    /// windows and queue their chunks, each as a task of `pool` that works
+    /// the oldest chunk not yet taken.
+    fn hand_out(&mut self, pool: &rayon::ThreadPool) -> Result<(), CaptureError> {
+        let per_window = self.per_window;
+        while !self.eof && self.queue.len() + per_window <= 2 * per_window {
+            let chunk = usize::try_from(self.sizing.bytes).unwrap_or(usize::MAX);
+            let scan = usize::try_from((self.sizing.bytes / 2).min(MAX_SCAN)).unwrap_or(0);
+            let window = self
+                .reader
                 .next_window(chunk, per_window, scan)
                 .map_err(CaptureError::Read)?;
             let Some(window) = window else {
-                eof = true;
+                self.eof = true;
                 break;
             };
-            if images.len() != memories.len() {
-                memories = Arc::new(images.clone());
+            if self.images.len() != self.memories.len() {
+                self.memories = Arc::new(self.images.clone());
             }
             let window = Arc::new(window);
             // The timestamp bases known now: chunks' parsers start from
             // them (their stitch checks whether that was right).
             let mut seeds = PerId::new();
-            for (id, p) in truth.parsers.iter() {
+            for (id, p) in self.truth.parsers.iter() {
                 seeds.insert(id, p.timestamp());
             }
             let seeds = Arc::new(seeds);
             for chunk in 0..window.chunks.len() {
-                let job = Job {
-                    seq: next_seq,
+                self.todo.push(Job {
+                    seq: self.next_seq,
                     window: Arc::clone(&window),
                     chunk,
-                    memories: Arc::clone(&memories),
+                    memories: Arc::clone(&self.memories),
                     seeds: Arc::clone(&seeds),
-                    parts: parts.clone(),
-                };
-                todo.push(job);
+                    parts: self.parts.clone(),
+                });
                 // The task runs the oldest chunk not yet taken, if any (the
                 // calling thread may have taken them all).
                 let (tx, todo, shared, spare, caches) = (
-                    tx.clone(),
-                    Arc::clone(&todo),
-                    Arc::clone(&shared),
-                    Arc::clone(&spare),
-                    Arc::clone(&caches),
+                    self.tx.clone(),
+                    Arc::clone(&self.todo),
+                    Arc::clone(&self.shared),
+                    Arc::clone(&self.spare),
+                    Arc::clone(&self.caches),
                 );
                 pool.spawn(move || {
                     if let Some(job) = todo.pop() {
@@ -366,38 +525,56 @@ pub(crate) fn decode_chunks<R: Read, T: Consumer + ?Sized>(
                         let _ = tx.send(job.run(&shared, &spare, &caches));
                     }
                 });
-                queue.push_back(Queued {
-                    seq: next_seq,
+                self.queue.push_back(Queued {
+                    seq: self.next_seq,
                     window: Arc::clone(&window),
                     chunk,
                 });
-                next_seq += 1;
+                self.next_seq += 1;
             }
-            stats.chunks += window.chunks.len() as u64;
+            self.stats.chunks += window.chunks.len() as u64;
         }
-        let Some(q) = queue.pop_front() else {
-            break;
-        };
+        Ok(())
+    }
+
+    /// The worked chunk `q`: while it is still being worked, the calling
+    /// thread works the oldest chunk no worker has taken yet.
+    fn wait_for(&mut self, q: &Queued) -> Result<ChunkDone, CaptureError> {
+        let failed = || CaptureError::ThreadFailed;
         let done = loop {
-            if let Some(d) = arrived.remove(&q.seq) {
+            if let Some(d) = self.arrived.remove(&q.seq) {
                 break d;
             }
-            let (seq, d) = match rx.try_recv() {
+            let (seq, d) = match self.rx.try_recv() {
                 Ok(r) => r,
                 Err(mpsc::TryRecvError::Disconnected) => return Err(failed()),
-                Err(mpsc::TryRecvError::Empty) => match todo.pop() {
-                    Some(job) => job.run(&shared, &spare, &caches),
-                    None => rx.recv().map_err(|_| failed())?,
+                Err(mpsc::TryRecvError::Empty) => match self.todo.pop() {
+                    Some(job) => job.run(&self.shared, &self.spare, &self.caches),
+                    None => self.rx.recv().map_err(|_| failed())?,
                 },
             };
-            arrived.insert(seq, d);
+            self.arrived.insert(seq, d);
         };
-        let done = done.ok_or_else(failed)?;
-        stats.largest_chunk_room = stats
+        done.ok_or_else(failed)
+    }
+
+    /// Join the worked chunk `q` onto the real state, hand its events to
+    /// `sink`, and size the next chunks.
+    fn join<T: Consumer + ?Sized>(
+        &mut self,
+        plan: &Plan,
+        q: &Queued,
+        done: ChunkDone,
+        sink: &mut Sink<'_, T>,
+    ) -> Result<(), CaptureError> {
+        self.stats.largest_chunk_room = self
+            .stats
             .largest_chunk_room
             .max(done.lanes.iter().map(|l| l.events.capacity() as u64).sum());
+        let spare = &self.spare;
         // A source decoded again here mostly adds few events of its own.
         let mut take = || spare.take(false);
+        let images = &mut self.images;
         let mut image_of = |id: u8| -> Option<Arc<dyn MemoryImage>> {
             plan.source(id)?;
             images
@@ -405,74 +582,64 @@ pub(crate) fn decode_chunks<R: Read, T: Consumer + ?Sized>(
                 .cloned()
         };
         let (spent, events) = Joiner {
-            shared: &shared,
-            truth: &mut truth,
+            shared: &self.shared,
+            truth: &mut self.truth,
             memory: &mut image_of,
-            sink: &mut sink,
-            stats: &mut stats,
+            sink,
+            stats: &mut self.stats,
             spare: &mut take,
         }
         .join(&q.window, q.chunk, done);
-        spare.give(spent);
+        self.spare.give(spent);
         if let Some(e) = sink.failure.take() {
             return Err(CaptureError::Consumer(e));
         }
-        // Chunks are sized by the densest chunk so far (events per byte),
-        // so that a capture whose parts differ (one protocol here, another
-        // there) keeps every chunk's events near CHUNK_EVENTS.
         let len = q.window.chunks.get(q.chunk).map_or(0, |c| c.len() as u64);
-        seen_bytes += len;
-        if len > 0
-            && u128::from(events) * u128::from(densest.1) > u128::from(densest.0) * u128::from(len)
-        {
-            densest = (events, len);
-        }
-        match chunk_events
-            .saturating_mul(densest.1)
-            .checked_div(densest.0)
-        {
-            Some(fit) => chunk_bytes = fit.max(MIN_CHUNK).min(max_chunk),
-            None if seen_bytes >= FIRST_CHUNK => chunk_bytes = max_chunk,
-            None => {}
-        }
+        self.sizing.joined(events, len);
+        Ok(())
     }
 
-    // The end of the capture, as one pass ends it: parser errors, then
-    // the decoders' last events, in trace ID order.
-    let Truth {
-        parsers, decoders, ..
-    } = &mut truth;
-    for (id, p) in parsers.iter_mut() {
-        let op = stitch::finish(p);
-        if let (Some(op), Some(d)) = (op, decoders.get_mut(id)) {
-            chunk::feed_op(d, &op, &mut |e| sink.on(&e));
+    /// The end of the capture, as one pass ends it: parser errors, then
+    /// the decoders' last events, in trace ID order; the summary.
+    fn end<T: Consumer + ?Sized>(
+        mut self,
+        sink: &mut Sink<'_, T>,
+    ) -> Result<(DecodeSummary, ParallelStats), CaptureError> {
+        let Truth {
+            parsers, decoders, ..
+        } = &mut self.truth;
+        for (id, p) in parsers.iter_mut() {
+            let op = stitch::finish(p);
+            if let (Some(op), Some(d)) = (op, decoders.get_mut(id)) {
+                chunk::feed_op(d, &op, &mut |e| sink.on(&e));
+            }
         }
-    }
-    // The decoders' last events, as one pass ends.
-    for (_, d) in decoders.iter_mut() {
-        d.finish(&mut |e| sink.on(&e));
-    }
-    sink.end();
-    if let Some(e) = sink.failure.take() {
-        return Err(CaptureError::Consumer(e));
-    }
-    let summary = DecodeSummary {
-        sources: if T::COUNTS {
-            decoders
+        for (_, d) in decoders.iter_mut() {
+            d.finish(&mut |e| sink.on(&e));
+        }
+        sink.end();
+        if let Some(e) = sink.failure.take() {
+            return Err(CaptureError::Consumer(e));
+        }
+        let summary = DecodeSummary {
+            sources: if T::COUNTS {
+                decoders
+                    .ids()
+                    .into_iter()
+                    .map(|id| (id, *sink.counts_of(id)))
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            parsed: self
+                .truth
+                .parsers
                 .ids()
                 .into_iter()
-                .map(|id| (id, *sink.counts_of(id)))
-                .collect()
-        } else {
-            Vec::new()
-        },
-        parsed: truth
-            .parsers
-            .ids()
-            .into_iter()
-            .filter_map(|id| truth.stats(id).map(|s| (id, s)))
-            .collect(),
-        bytes: reader.read,
-    };
-    Ok((summary, stats))
+                .filter_map(|id| self.truth.stats(id).map(|s| (id, s)))
+                .collect(),
+            bytes: self.reader.read,
+        };
+        Ok((summary, self.stats))
+    }
 }

@@ -16,15 +16,17 @@ const CHUNK: usize = 1 << 20;
 /// takes one to a few bytes, its item 40) stay within the core's cache.
 pub(crate) const FEED: usize = 4 << 10;
 
-/// Read `input` in chunks, handing each batch of demultiplexer items to
-/// `batch`; the last batch holds what the end of the input completes.
-/// Returns the number of bytes read.
+/// Read `input` through `demux` in chunks (memory stays bounded),
+/// handing each batch of demultiplexer items to `batch`; the last batch
+/// holds what the end of the input completes. Returns the number of
+/// bytes read. This is the read loop of every capture decode; a packet
+/// listing uses it with a [`Demux`] of its own.
 ///
 /// # Errors
 ///
 /// [`CaptureError::Read`] when the input cannot be read, or `batch`'s
 /// error.
-pub(crate) fn stream<R: Read>(
+pub fn read_items<R: Read>(
     demux: &mut Demux,
     mut input: R,
     mut batch: impl FnMut(&[Item]) -> Result<(), CaptureError>,
@@ -60,15 +62,6 @@ pub(crate) fn stream<R: Read>(
     Ok(bytes)
 }
 
-/// The parser counters of every configured trace ID of `demux`.
-pub(crate) fn parsed(demux: &Demux) -> Vec<(u8, crate::demux::SourceStats)> {
-    demux
-        .ids()
-        .into_iter()
-        .filter_map(|id| demux.stats(id).map(|s| (id, s)))
-        .collect()
-}
-
 /// Decode the capture read from `input` on the calling thread, handing
 /// every delivery to `each`.
 pub(crate) fn decode_sequential<R: Read, T: Consumer + ?Sized>(
@@ -81,7 +74,7 @@ pub(crate) fn decode_sequential<R: Read, T: Consumer + ?Sized>(
     // Events held for a consumer that takes them in slices.
     let mut held: Vec<Event> = Vec::with_capacity(if T::SLICES { 2 * SLICE } else { 0 });
     let mut demux = plan.demux();
-    let bytes = stream(&mut demux, input, |items| {
+    let bytes = read_items(&mut demux, input, |items| {
         for item in items {
             match item {
                 Item::Packet { id, offset, packet } => {
@@ -140,7 +133,7 @@ pub(crate) fn decode_sequential<R: Read, T: Consumer + ?Sized>(
             .iter()
             .map(|&id| (id, *sink.counts_of(id)))
             .collect(),
-        parsed: parsed(&demux),
+        parsed: demux.counters(),
         bytes,
     })
 }

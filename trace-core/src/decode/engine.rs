@@ -2,20 +2,11 @@
 //! (PFT v1.1 B.3.2 for PTM, one atom per instruction for ETMv3).
 
 use super::block::{BlockCache, BlockEnd, CInsn, NONE};
-use super::op::{Branch, InsnAtoms, Sync, SyncReason, Target, TraceOp};
+use super::op::{Atoms, Branch, InsnAtoms, Sync, SyncReason, Target, TraceOp};
 use super::rstack::{self, ReturnStack};
 use crate::event::{Check, Context, Event, EventKind, GapReason, Isa, Range, TraceOnReason};
 use crate::memory::{MemoryImage, Space};
 use alloc::sync::Arc;
-
-/// Which atom semantics the engine applies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flavor {
-    /// PFT: one atom per waypoint; context reported on change.
-    Ptm,
-    /// ETMv3: one atom per instruction; context reported at every I-sync.
-    Etm,
-}
 
 /// Where execution is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,10 +35,14 @@ struct Waypoint {
     after: u32,
 }
 
-/// The engine state of one trace source.
+/// The instruction-flow engine of one trace source: it runs the
+/// operations an instruction-trace protocol lowers its packets into
+/// ([`Engine::run`], and the atoms' fast paths) against the source's
+/// memory image, and emits the events. A protocol that is not
+/// instruction trace only reads [`Engine::id`].
 pub struct Engine {
     id: u8,
-    flavor: Flavor,
+    flavor: Atoms,
     return_stack_on: bool,
     mem: Arc<dyn MemoryImage>,
     cache: BlockCache,
@@ -120,9 +115,9 @@ impl core::fmt::Debug for Engine {
 
 impl Engine {
     /// A fresh engine.
-    pub fn new(
+    pub(crate) fn new(
         id: u8,
-        flavor: Flavor,
+        flavor: Atoms,
         return_stack: bool,
         barriers: bool,
         mem: Arc<dyn MemoryImage>,
@@ -157,7 +152,7 @@ impl Engine {
     }
 
     /// The state that decides what later operations emit.
-    pub fn flow_state(&self) -> FlowState {
+    pub(crate) fn flow_state(&self) -> FlowState {
         FlowState {
             pc: self.pc,
             known_bits: self.known_bits,
@@ -180,7 +175,7 @@ impl Engine {
     /// belong to the decoder before it). The return stack continues an
     /// unknown one. [`Engine::join`] later checks this start against the
     /// real state.
-    pub fn start_at_sync(
+    pub(crate) fn start_at_sync(
         &mut self,
         offset: u64,
         sync: &Sync,
@@ -210,7 +205,7 @@ impl Engine {
     /// also be the newest entries of `prev`'s (all of them when the
     /// warm-up saw the whole stack), and the rest of `prev`'s stack is the
     /// base put beneath.
-    pub fn join(&mut self, prev: &Engine) -> bool {
+    pub(crate) fn join(&mut self, prev: &Engine) -> bool {
         let Some(entry) = self.entry else {
             return false;
         };
@@ -238,20 +233,20 @@ impl Engine {
     /// entries pushed during the warm-up and not yet popped: the newest
     /// entries of the real stack, so that returns to calls made in the
     /// warm-up need no entry from before it.
-    pub fn mark_share(&mut self) {
+    pub(crate) fn mark_share(&mut self) {
         self.entry = Some(self.flow_state());
         self.warm = Some(self.rstack);
         self.rstack.mark();
     }
 
     /// Packets that did not affect the flow (data trace, triggers, ...).
-    pub fn ignored(&self) -> u64 {
+    pub(crate) fn ignored(&self) -> u64 {
         self.ignored
     }
 
     /// Take the block cache out, leaving an empty one in its place; the
     /// engine goes on as before (it finds its blocks again).
-    pub fn take_cache(&mut self) -> BlockCache {
+    pub(crate) fn take_cache(&mut self) -> BlockCache {
         let mut empty = BlockCache::default();
         empty.barriers = self.cache.barriers;
         self.forget_blocks();
@@ -260,19 +255,19 @@ impl Engine {
 
     /// Use `cache` (made for the same memory image and barrier setting)
     /// instead of the engine's own.
-    pub fn set_cache(&mut self, cache: BlockCache) {
+    pub(crate) fn set_cache(&mut self, cache: BlockCache) {
         self.forget_blocks();
         self.cache = cache;
     }
 
     /// Whether `mem` is this engine's memory image and `barriers` its
     /// setting: a cache of one may go to the other.
-    pub fn same_code(&self, mem: &Arc<dyn MemoryImage>, barriers: bool) -> bool {
+    pub(crate) fn same_code(&self, mem: &Arc<dyn MemoryImage>, barriers: bool) -> bool {
         Arc::ptr_eq(&self.mem, mem) && self.cache.barriers == barriers
     }
 
     /// The engine's memory image.
-    pub fn memory(&self) -> &Arc<dyn MemoryImage> {
+    pub(crate) fn memory(&self) -> &Arc<dyn MemoryImage> {
         &self.mem
     }
 
@@ -352,6 +347,12 @@ impl Engine {
         }
     }
 
+    /// The trace ID its events are stamped with.
+    #[must_use]
+    pub fn id(&self) -> u8 {
+        self.id
+    }
+
     /// Run one operation.
     pub fn run<F: FnMut(Event)>(&mut self, offset: u64, op: &TraceOp, out: &mut F) {
         self.enter(offset, out);
@@ -404,7 +405,7 @@ impl Engine {
 
     /// The packet stream was damaged: forget the position until the next
     /// address packet or I-sync.
-    pub fn lose_sync<F: FnMut(Event)>(&mut self, offset: u64, out: &mut F) {
+    pub(crate) fn lose_sync<F: FnMut(Event)>(&mut self, offset: u64, out: &mut F) {
         self.flush(out);
         // Packets were lost: the calls and returns among them changed the
         // processor's return stack in ways nobody knows, so the model's
@@ -422,7 +423,7 @@ impl Engine {
     }
 
     /// End of the trace.
-    pub fn finish<F: FnMut(Event)>(&mut self, out: &mut F) {
+    pub(crate) fn finish<F: FnMut(Event)>(&mut self, out: &mut F) {
         self.flush(out);
         out(self.ev(self.last_offset, EventKind::EndOfTrace));
     }
@@ -495,8 +496,8 @@ impl Engine {
         }
         self.set_target(offset, s.target, out);
         let (on_cycles, ctx_cycles) = match self.flavor {
-            Flavor::Ptm => (s.cycles, None),
-            Flavor::Etm => (None, s.cycles),
+            Atoms::PerWaypoint => (s.cycles, None),
+            Atoms::PerInstruction => (None, s.cycles),
         };
         if let Some(reason) = trace_on {
             out(self.ev(
@@ -508,11 +509,11 @@ impl Engine {
             ));
         }
         match self.flavor {
-            Flavor::Etm => {
+            Atoms::PerInstruction => {
                 let c = self.context(ctx_cycles);
                 out(self.ev(offset, EventKind::Context(c)));
             }
-            Flavor::Ptm => {
+            Atoms::PerWaypoint => {
                 // Reported when the I-sync shows a state other than the
                 // one the decoder was following.
                 let now = (self.cur_isa, self.ns, self.hyp, self.context_id);
@@ -632,8 +633,8 @@ impl Engine {
         };
         let same_isa = target.isa.is_none_or(|t| t == pc.isa);
         let ok = match self.flavor {
-            Flavor::Etm => target.addr == pc.addr && same_isa,
-            Flavor::Ptm => {
+            Atoms::PerInstruction => target.addr == pc.addr && same_isa,
+            Atoms::PerWaypoint => {
                 let b = self.cache.get(&*self.mem, pc.addr, pc.isa, self.space());
                 let blk = self.cache.blocks[b as usize];
                 same_isa
@@ -785,7 +786,7 @@ impl Engine {
         }
         let mut ret = self.pc.map(|p| p.addr);
         match self.flavor {
-            Flavor::Ptm => {
+            Atoms::PerWaypoint => {
                 self.flush(out);
                 if b.exception == 0 && self.pc.is_some() {
                     if let Some((pc, last, blk)) =
@@ -801,7 +802,7 @@ impl Engine {
                     }
                 }
             }
-            Flavor::Etm => {
+            Atoms::PerInstruction => {
                 if b.cancel {
                     if let Some(Event {
                         kind: EventKind::Range(r),
@@ -1113,7 +1114,13 @@ mod tests {
     use crate::memory::MemoryMap;
 
     fn engine() -> Engine {
-        Engine::new(1, Flavor::Ptm, true, false, Arc::new(MemoryMap::new()))
+        Engine::new(
+            1,
+            Atoms::PerWaypoint,
+            true,
+            false,
+            Arc::new(MemoryMap::new()),
+        )
     }
 
     fn sync(addr: u32, context_id: Option<u32>) -> Sync {

@@ -1,9 +1,13 @@
 //! The instruction-flow decoder (decompressor).
 //!
-//! Packets of either protocol are lowered into protocol-neutral
-//! [`TraceOp`]s ([`Decoder::lower`]), which one engine runs against a
-//! [`MemoryImage`]: walking the code with isa-decode, through a cache of
-//! decoded blocks and a return stack, and emitting [`Event`]s.
+//! Packets of an instruction-trace protocol are lowered into
+//! protocol-neutral [`TraceOp`]s ([`Decoder::lower`]; each protocol's
+//! lowering is in its module of [`crate::protocol`]), which one
+//! [`Engine`] runs against a [`MemoryImage`]: walking the code with
+//! isa-decode, through a cache of decoded blocks and a return stack, and
+//! emitting [`Event`]s. A [`Decoder`] hands each packet to its protocol
+//! ([`PacketProtocol::decode`]), which drives the engine or, for a
+//! protocol that is not instruction trace, makes its events itself.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -21,22 +25,19 @@
 //! ```
 
 mod block;
-mod engine;
-mod lower_etm;
-mod lower_ptm;
+pub(crate) mod engine;
 pub mod op;
 mod rstack;
 
-pub use op::TraceOp;
+pub use crate::protocol::ptm::ETMCCER_BARRIER_WAYPOINTS;
+pub use engine::Engine;
+pub use op::{Atoms, TraceOp};
 
-use crate::demux::{AnyPacket, SourceConfig};
 use crate::event::Event;
 use crate::memory::MemoryImage;
+use crate::protocol::registry::for_each_protocol;
+use crate::protocol::{AnyPacket, PacketProtocol, Protocol, Regs, RegsError, SourceConfig};
 use alloc::sync::Arc;
-use engine::{Engine, Flavor};
-
-/// ETMCCER bit 24 (PTM): DMB and DSB are waypoints.
-pub const ETMCCER_BARRIER_WAYPOINTS: u32 = 1 << 24;
 
 /// How to decode one trace source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,37 +62,124 @@ impl DecoderConfig {
         }
     }
 
-    /// Same, with DMB/DSB waypoints set from a PTM's ETMCCER value (an
-    /// ETMv3 source traces every instruction, so the bit does not apply).
+    /// Same, with DMB/DSB waypoints set from an ETMCCER value as the
+    /// source's protocol reads it (a PTM's bit 24; an ETMv3 source traces
+    /// every instruction, so the bit does not apply).
     #[must_use]
     pub fn with_etmccer(mut self, etmccer: u32) -> DecoderConfig {
-        self.barrier_waypoints =
-            matches!(self.source, SourceConfig::Ptm(_)) && etmccer & ETMCCER_BARRIER_WAYPOINTS != 0;
+        self.barrier_waypoints = self.source.barrier_waypoints(etmccer);
         self
     }
 }
+
+impl Regs {
+    /// The decoder configuration of trace ID `id`, a source of `protocol`
+    /// with these registers (DMB/DSB waypoints from ETMCCER).
+    ///
+    /// # Errors
+    ///
+    /// As [`Regs::source_config`].
+    pub fn decoder_config(self, protocol: Protocol, id: u8) -> Result<DecoderConfig, RegsError> {
+        Ok(DecoderConfig::new(id, &self.source_config(protocol)?).with_etmccer(self.etmccer))
+    }
+}
+
+/// What a source's decoder keeps for its protocol beside the engine
+/// ([`PacketProtocol::Decoding`]), and the `match`es that hand a packet
+/// to its protocol.
+macro_rules! decode_state {
+    ($( $(#[$doc:meta])* $name:ident ($var:ident) = $imp:ty; )*) => {
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        enum DecodeState {
+            $( $var(<$imp as PacketProtocol>::Decoding), )*
+        }
+
+        impl DecodeState {
+            /// The state of a fresh decoder of a source configured as
+            /// `source`.
+            fn of(source: &SourceConfig) -> DecodeState {
+                match source {
+                    $( SourceConfig::$var(c) => DecodeState::$var(<$imp>::decoding(c)), )*
+                }
+            }
+
+            /// The state of a fresh decoder of a source configured as
+            /// `cfg`, and the engine it runs.
+            fn new(cfg: &DecoderConfig, memory: Arc<dyn MemoryImage>) -> (DecodeState, Engine) {
+                match &cfg.source {
+                    $( SourceConfig::$var(c) => (
+                        DecodeState::$var(<$imp>::decoding(c)),
+                        Engine::new(
+                            cfg.id,
+                            <$imp>::ATOMS,
+                            <$imp>::return_stack(c),
+                            cfg.barrier_waypoints,
+                            memory,
+                        ),
+                    ), )*
+                }
+            }
+
+            /// Decode `packet` on `engine` (a packet of another protocol
+            /// is ignored).
+            #[inline(always)]
+            fn decode<F: FnMut(Event)>(
+                &mut self,
+                engine: &mut Engine,
+                offset: u64,
+                packet: &AnyPacket,
+                out: &mut F,
+            ) {
+                let op = match (packet, self) {
+                    $( (AnyPacket::$var(p), DecodeState::$var(s)) => <$imp>::decode(s, engine, offset, p, out), )*
+                    #[allow(unreachable_patterns)]
+                    _ => Some(TraceOp::Ignored),
+                };
+                if let Some(op) = op {
+                    engine.run(offset, &op, out);
+                }
+            }
+
+            /// The operation `packet` stands for.
+            #[inline]
+            fn lower(&self, packet: &AnyPacket) -> TraceOp {
+                match (packet, self) {
+                    $( (AnyPacket::$var(p), DecodeState::$var(s)) => <$imp>::lower(s, p), )*
+                    #[allow(unreachable_patterns)]
+                    _ => TraceOp::Ignored,
+                }
+            }
+
+            /// The operation of a packet where a part can start or that
+            /// sets the context, if `packet` is one.
+            #[inline]
+            fn sync_op(&self, packet: &AnyPacket) -> Option<TraceOp> {
+                match (packet, self) {
+                    $( (AnyPacket::$var(p), DecodeState::$var(s)) => <$imp>::sync_op(s, p), )*
+                    #[allow(unreachable_patterns)]
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+for_each_protocol!(decode_state);
 
 /// Decodes one trace source's packets into events.
 #[derive(Debug)]
 pub struct Decoder {
     cfg: DecoderConfig,
     engine: Engine,
-    etm_cycle_accurate: bool,
+    state: DecodeState,
 }
 
 impl Decoder {
     /// A decoder reading code from `memory`.
     #[must_use]
     pub fn new(cfg: DecoderConfig, memory: Arc<dyn MemoryImage>) -> Decoder {
-        let (flavor, rs, ca) = match cfg.source {
-            SourceConfig::Etm(c) => (Flavor::Etm, false, c.cycle_accurate()),
-            SourceConfig::Ptm(c) => (Flavor::Ptm, c.return_stack(), false),
-        };
-        Decoder {
-            cfg,
-            engine: Engine::new(cfg.id, flavor, rs, cfg.barrier_waypoints, memory),
-            etm_cycle_accurate: ca,
-        }
+        let (state, engine) = DecodeState::new(&cfg, memory);
+        Decoder { cfg, engine, state }
     }
 
     /// The configuration.
@@ -105,29 +193,7 @@ impl Decoder {
     /// ignored (counted in [`Decoder::ignored`]).
     #[inline]
     pub fn push<F: FnMut(Event)>(&mut self, offset: u64, packet: &AnyPacket, out: &mut F) {
-        if let (AnyPacket::Etm(etm_packets::Packet::Atoms(a)), SourceConfig::Etm(_)) =
-            (packet, self.cfg.source)
-        {
-            let (count, executed, cycles) = lower_etm::p_header(a, self.etm_cycle_accurate);
-            self.engine
-                .run_p_header(offset, count, executed, cycles, out);
-            return;
-        }
-        if let (AnyPacket::Ptm(ptm_packets::Packet::Atom { atoms, cycles }), SourceConfig::Ptm(_)) =
-            (packet, self.cfg.source)
-        {
-            self.engine
-                .run_waypoint_atoms(offset, atoms.len() as u8, atoms.e_bits(), *cycles, out);
-            return;
-        }
-        let op = match (packet, self.cfg.source) {
-            (AnyPacket::Ptm(p), SourceConfig::Ptm(_)) => lower_ptm::lower(p),
-            (AnyPacket::Etm(p), SourceConfig::Etm(_)) => {
-                lower_etm::lower(p, self.etm_cycle_accurate)
-            }
-            _ => TraceOp::Ignored,
-        };
-        self.engine.run(offset, &op, out);
+        self.state.decode(&mut self.engine, offset, packet, out);
     }
 
     /// Run a protocol-neutral operation directly.
@@ -158,13 +224,7 @@ impl Decoder {
     /// [`TraceOp::Ignored`]).
     #[must_use]
     pub fn lower(&self, packet: &AnyPacket) -> TraceOp {
-        match (packet, self.cfg.source) {
-            (AnyPacket::Ptm(p), SourceConfig::Ptm(_)) => lower_ptm::lower(p),
-            (AnyPacket::Etm(p), SourceConfig::Etm(_)) => {
-                lower_etm::lower(p, self.etm_cycle_accurate)
-            }
-            _ => TraceOp::Ignored,
-        }
+        self.state.lower(packet)
     }
 
     /// Take out the decoder's cache of instructions decoded from its
@@ -298,8 +358,7 @@ pub struct SyncContext {
 /// context each part starts with.
 #[derive(Debug, Clone)]
 pub struct SyncPoints {
-    source: SourceConfig,
-    etm_cycle_accurate: bool,
+    state: DecodeState,
     context: SyncContext,
 }
 
@@ -308,8 +367,7 @@ impl SyncPoints {
     #[must_use]
     pub fn new(cfg: &DecoderConfig) -> SyncPoints {
         SyncPoints {
-            source: cfg.source,
-            etm_cycle_accurate: matches!(cfg.source, SourceConfig::Etm(c) if c.cycle_accurate()),
+            state: DecodeState::of(&cfg.source),
             context: SyncContext::default(),
         }
     }
@@ -318,25 +376,7 @@ impl SyncPoints {
     /// when the packet is an I-sync a part can start at.
     #[inline]
     pub fn observe(&mut self, packet: &AnyPacket) -> Option<SyncContext> {
-        let op = match (packet, self.source) {
-            (
-                AnyPacket::Ptm(
-                    p @ (ptm_packets::Packet::ISync(_)
-                    | ptm_packets::Packet::ContextId(_)
-                    | ptm_packets::Packet::Vmid(_)),
-                ),
-                SourceConfig::Ptm(_),
-            ) => lower_ptm::lower(p),
-            (
-                AnyPacket::Etm(
-                    p @ (etm_packets::Packet::ISync(_)
-                    | etm_packets::Packet::ContextId(_)
-                    | etm_packets::Packet::Vmid(_)),
-                ),
-                SourceConfig::Etm(_),
-            ) => lower_etm::lower(p, self.etm_cycle_accurate),
-            _ => return None,
-        };
+        let op = self.state.sync_op(packet)?;
         let before = self.context;
         match op {
             TraceOp::Sync(s) => {

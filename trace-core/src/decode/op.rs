@@ -121,3 +121,15 @@ pub enum TraceOp {
     /// trigger, ignore).
     Ignored,
 }
+
+/// What atoms stand for in an instruction-trace protocol, which sets how
+/// the [`Engine`](super::Engine) walks the code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Atoms {
+    /// One atom per waypoint (PFT): the engine walks to the next branch;
+    /// the context is reported when it changes.
+    PerWaypoint,
+    /// One atom per instruction (ETMv3): the engine steps instruction by
+    /// instruction; the context is reported at every I-sync.
+    PerInstruction,
+}

@@ -11,6 +11,7 @@ use trace_core::demux::{Demux, Item, SourceConfig};
 use trace_core::event::{EventKind, Isa};
 use trace_core::frames::FrameMode;
 use trace_core::memory::{MemoryImage, MemoryMap, Space};
+use trace_core::protocol::Atoms;
 use trace_encode::{
     a_profile_exception_number, m_profile_exception_number, ExceptionKind, FlowItem, Protocol,
 };
@@ -158,9 +159,9 @@ pub fn expected(
                 if cancelled {
                     continue;
                 }
-                let atom = match protocol {
-                    Protocol::Etmv3 => Some(cond.passed()),
-                    Protocol::Ptm => {
+                let atom = match protocol.atoms() {
+                    Atoms::PerInstruction => Some(cond.passed()),
+                    Atoms::PerWaypoint => {
                         let mut buf = [0u8; 4];
                         let n = memory.read(Space::Secure, addr, &mut buf);
                         let insn = isa_decode::decode(isa, &buf[..n], addr).expect("code");
@@ -232,11 +233,11 @@ pub fn events_to_recs(
                 assert_eq!(insns.len(), n, "range {r:?} not fully in memory");
                 for (k, i) in insns.iter().enumerate() {
                     let last = k + 1 == n;
-                    let atom = match protocol {
+                    let atom = match protocol.atoms() {
                         // Every instruction of a range but the last
                         // executed; the last one's atom is `executed`.
-                        Protocol::Etmv3 => Some(!last || r.executed),
-                        Protocol::Ptm => {
+                        Atoms::PerInstruction => Some(!last || r.executed),
+                        Atoms::PerWaypoint => {
                             (last && i.insn.is_waypoint_with(barriers)).then_some(r.executed)
                         }
                     };

@@ -11,13 +11,14 @@ use trace_convert::clock::ClockKind;
 use trace_convert::convert::{
     self, ClockChoice, ConvertError, ConvertOptions, ConvertReport, Converter,
 };
-use trace_convert::decode::{memory_for, no_memory_warning};
-use trace_convert::decode::{ExtraMemory, MemArg};
+use trace_convert::input::capture::ReadError;
+use trace_convert::input::memory::{no_memory_warning, ExtraMemory, Images, MemArg};
+use trace_convert::input::saved::format::{Header, ImageInfo, SourceInfo};
+use trace_convert::input::saved::SavedEvents;
 use trace_convert::input::snapshot::is_snapshot;
 use trace_convert::input::{self, Input};
 use trace_convert::output::OutputPlan;
 use trace_convert::plural::plural;
-use trace_convert::sinks::events_file::format::{Header, ImageInfo, SourceInfo};
 use trace_convert::sinks::folded::Weight;
 use trace_convert::sinks::lcov::coverage::LcovOptions;
 use trace_convert::sinks::registry::{self, Format, Setup, FORMATS};
@@ -300,30 +301,26 @@ pub fn run(args: &ConvertArgs) -> ExitCode {
 /// one conversion into all of them, committed together.
 fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
     let (path, elves, example) = choose_input(args)?;
-    let targets = choose_targets(args, path.as_deref(), example, !elves.is_empty())?;
-    let mut plan = plan_outputs(args, &targets, path.as_deref(), &elves)?;
-    check_input_path(path.as_deref())?;
+    let saved = args.from_events.is_some()
+        || input::Kind::detect(&path).is_ok_and(|k| k == input::Kind::SavedEvents);
+    let targets = choose_targets(args, &path, example, !elves.is_empty(), saved)?;
+    let mut plan = plan_outputs(args, &targets, &path, &elves)?;
+    check_input_path(Some(&path))?;
     let symbols = load_symbols(args, &elves, &targets)?;
-    if let Some(ev) = &args.from_events {
-        check_images(ev, &elves, &args.mem, args.ignore_image_mismatch)
-            .map_err(|e| fail(exit::INPUT, e))?;
-    }
     let extra = ExtraMemory {
         elves,
         raw: args.mem.clone(),
     };
-    let input = open_input(args, path.as_deref(), &extra, &mut plan)?;
-    let options = convert_options(args, input.as_ref());
-    let clock = match (&input, &args.from_events) {
-        (Some(i), _) => options.clock_for(i),
-        (None, Some(ev)) => {
-            convert::events_file_clock(ev, &options).map_err(|e| fail(exit::INPUT, e))?
-        }
-        (None, None) => options.clock_for_etmcr(&[]),
-    };
+    let input = open_input(args, &path, &extra, &mut plan)?;
+    if let Some(saved) = &input.saved {
+        check_images(saved, &extra.elves, &args.mem, args.ignore_image_mismatch)
+            .map_err(|e| fail(exit::INPUT, e))?;
+    }
+    let options = convert_options(args, &input);
+    let clock = options.clock_for(&input);
     eprintln!("trace-convert: {}", clock.describe());
     let window = args.window.spec(crate::window_cli::window_ids(
-        input.as_ref(),
+        Some(&input),
         &args.source.trace_id,
     ));
     let windowed = !window.is_everything();
@@ -332,7 +329,7 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
     } else {
         None
     };
-    let read = read_for_sinks(args, &targets, input.as_ref(), &extra)?;
+    let read = read_for_sinks(&targets, &input, &extra)?;
     let mut set = crate::outputs_cli::create(plan)?;
     let weight = folded_weight(args);
     let setup = Setup {
@@ -359,19 +356,11 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
         })?;
         conv.add_sink(sink);
     }
-    let report = match (&input, &args.from_events) {
-        (Some(input), _) => {
-            input.captures.iter().for_each(super::print_skipped);
-            let mut bar = crate::progress_bar::Bar::new(!args.no_progress);
-            convert::convert_input(input, &extra, conv, &mut bar)
-        }
-        (None, Some(events)) => convert::convert_events_file(events, conv, read.events_memory),
-        (None, None) => return Err(fail(exit::USAGE, "no input")),
-    }
-    .map_err(|e| conversion_failure(&e))?;
-    if let Some(input) = &input {
-        check_decoded(args, input, &report)?;
-    }
+    input.captures.iter().for_each(super::print_skipped);
+    let mut bar = crate::progress_bar::Bar::new(!args.no_progress && input.saved.is_none());
+    let report = convert::convert_loaded(&input, &read.images, conv, &mut bar)
+        .map_err(|e| conversion_failure(&e))?;
+    check_decoded(args, &input, &report)?;
     // Every output is complete: all of them take their final names now.
     set.commit().map_err(|e| output_failure(&e))?;
     print_summary(&report, windowed);
@@ -399,16 +388,16 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
     Ok(())
 }
 
-/// The input path, the ELF files and whether the bundled example is
-/// converted (no input and no saved events given: the example's
-/// directory, with the ELF files in it).
-fn choose_input(args: &ConvertArgs) -> Result<(Option<PathBuf>, Vec<PathBuf>, bool), ExitCode> {
+/// The input path (`--from-events` names one too), the ELF files and
+/// whether the bundled example is converted (no input given: the
+/// example's directory, with the ELF files in it).
+fn choose_input(args: &ConvertArgs) -> Result<(PathBuf, Vec<PathBuf>, bool), ExitCode> {
     let mut elves = args.elf.clone();
-    let example = args.path.is_none() && args.from_events.is_none();
-    let path = match (&args.path, example) {
-        (Some(p), _) => Some(p.clone()),
-        (None, false) => None,
-        (None, true) => {
+    let given = args.path.as_ref().or(args.from_events.as_ref());
+    let example = given.is_none();
+    let path = match given {
+        Some(p) => p.clone(),
+        None => {
             let Some(dir) = find_example() else {
                 return Err(fail(
                     exit::INPUT,
@@ -424,7 +413,7 @@ fn choose_input(args: &ConvertArgs) -> Result<(Option<PathBuf>, Vec<PathBuf>, bo
                 dir.display()
             );
             elves.extend(elves_in(&dir));
-            Some(dir)
+            dir
         }
     };
     Ok((path, elves, example))
@@ -450,12 +439,13 @@ fn check_input_path(path: Option<&Path>) -> Result<(), ExitCode> {
 
 /// The outputs to write (into `out` for the bundled example when none is
 /// given), refused when there are none, when one needs a capture and
-/// only saved events are given, or when `--out-dir` names a file.
+/// the input is `saved` events, or when `--out-dir` names a file.
 fn choose_targets(
     args: &ConvertArgs,
-    path: Option<&Path>,
+    path: &Path,
     example: bool,
     with_lines: bool,
+    saved: bool,
 ) -> Result<Vec<Target>, ExitCode> {
     let out_dir = args.outputs.out_dir();
     let mut targets = targets(&args.outputs, out_dir, with_lines);
@@ -463,7 +453,7 @@ fn choose_targets(
         targets = self::targets(&args.outputs, Some(Path::new("out")), true);
     }
     if targets.is_empty() {
-        if let Some(p) = path.filter(|p| !p.exists()) {
+        if let Some(p) = Some(path).filter(|p| !p.exists()) {
             // A missing input, as with a subcommand (and not one either).
             return Err(fail(
                 exit::INPUT,
@@ -482,7 +472,7 @@ fn choose_targets(
             ),
         ));
     }
-    if path.is_none() {
+    if saved {
         if let Some(t) = targets.iter().find(|t| t.format.needs.capture) {
             return Err(fail(
                 exit::USAGE,
@@ -512,7 +502,7 @@ fn choose_targets(
 fn plan_outputs(
     args: &ConvertArgs,
     targets: &[Target],
-    path: Option<&Path>,
+    path: &Path,
     elves: &[PathBuf],
 ) -> Result<OutputPlan, ExitCode> {
     let out_dir = args.outputs.out_dir();
@@ -525,12 +515,10 @@ fn plan_outputs(
         plan.add(label, &t.path, make_folders)
             .map_err(|e| output_failure(&e))?;
     }
-    let named = path
-        .into_iter()
+    let named = std::iter::once(path)
         .chain(elves.iter().map(PathBuf::as_path))
         .chain(args.mem.iter().map(|m| m.path.as_path()))
-        .chain(args.kallsyms.iter().map(PathBuf::as_path))
-        .chain(args.from_events.as_deref());
+        .chain(args.kallsyms.iter().map(PathBuf::as_path));
     plan.check_inputs(named).map_err(|e| output_failure(&e))?;
     Ok(plan)
 }
@@ -591,25 +579,28 @@ fn load_symbols(
     Ok(symbols)
 }
 
-/// The input at `path` (none for saved events), with its notes, a
-/// warning for each source without memory, and its own files (known once
-/// its `.ini` files are read) checked against the outputs.
+/// The input at `path`, with its notes, a warning for each source
+/// without memory, and its own files (known once its `.ini` files are
+/// read) checked against the outputs; with `--from-events`, only saved
+/// events.
 fn open_input(
     args: &ConvertArgs,
-    path: Option<&Path>,
+    p: &Path,
     extra: &ExtraMemory,
     plan: &mut OutputPlan,
-) -> Result<Option<Input>, ExitCode> {
-    let Some(p) = path else {
-        return Ok(None);
-    };
-    let mut input = input::resolve(p, &args.source.flags()).map_err(|e| fail(input_code(&e), e))?;
+) -> Result<Input, ExitCode> {
+    let mut input = if args.from_events.is_some() {
+        input::saved::open(p)
+    } else {
+        input::resolve(p, &args.source.flags())
+    }
+    .map_err(|e| fail(input_code(&e), e))?;
     args.source
         .keep_ids(&mut input)
         .map_err(|e| fail(exit::CONFIG, e))?;
     super::print_notes(&input);
     for s in input.captures.iter().flat_map(|c| &c.sources) {
-        if !input.has_memory(&s.name, extra) {
+        if s.protocol.traces_instructions() && !input.has_memory(&s.name, extra) {
             eprintln!(
                 "trace-convert: {}",
                 trace_convert::escape::escaped(&no_memory_warning(&s.name))
@@ -618,12 +609,12 @@ fn open_input(
     }
     plan.check_inputs(input.files().iter().map(PathBuf::as_path))
         .map_err(|e| output_failure(&e))?;
-    Ok(Some(input))
+    Ok(input)
 }
 
 /// The settings of the conversion; the timestamp frequency, when not
 /// given, from the snapshot's `trace.ini`.
-fn convert_options(args: &ConvertArgs, input: Option<&Input>) -> ConvertOptions {
+fn convert_options(args: &ConvertArgs, input: &Input) -> ConvertOptions {
     ConvertOptions {
         clock: match args.clock {
             ClockArg::Auto => ClockChoice::Auto,
@@ -634,7 +625,8 @@ fn convert_options(args: &ConvertArgs, input: Option<&Input>) -> ConvertOptions 
         cpu_hz: args.cpu_hz,
         timestamp_hz: args.timestamp_hz.or_else(|| {
             input
-                .and_then(|i| i.snapshot.as_ref())
+                .snapshot
+                .as_ref()
                 .and_then(|s| s.timestamp_hz)
                 .map(|hz| hz as f64)
         }),
@@ -649,47 +641,45 @@ fn folded_weight(args: &ConvertArgs) -> Weight {
     }
 }
 
-/// What the sinks read, read before any output is created.
+/// What the conversion and the sinks read, read before any output is
+/// created.
 struct SinkReads {
+    /// The memory image of every source, loaded once: the decode reads
+    /// them, and the outputs that look at code are given the first
+    /// source's.
+    images: Images,
     /// The code image, for the formats that need it.
     code: Option<Arc<dyn MemoryImage>>,
     /// The saved-events header, for a run that decodes a capture.
     header: Option<Header>,
-    /// The memory of a conversion of saved events.
-    events_memory: Option<Arc<dyn MemoryImage>>,
 }
 
 fn read_for_sinks(
-    args: &ConvertArgs,
     targets: &[Target],
-    input: Option<&Input>,
+    input: &Input,
     extra: &ExtraMemory,
 ) -> Result<SinkReads, ExitCode> {
-    let load = |input: Option<&Input>, source: &str| {
-        memory_for(input.and_then(|i| i.snapshot.as_ref()), source, extra)
-            .map(|m| Arc::new(m) as Arc<dyn MemoryImage>)
-            .map_err(|e| fail(exit::INPUT, e))
-    };
-    let code = if needing(targets, |n| n.code).is_some() {
+    let images = input.images(extra).map_err(|e| fail(exit::INPUT, e))?;
+    let code = needing(targets, |n| n.code).map(|_| {
         let first = input
-            .and_then(|i| i.captures.iter().flat_map(|c| &c.sources).next())
+            .captures
+            .iter()
+            .flat_map(|c| &c.sources)
+            .next()
             .map_or("", |s| s.name.as_str());
-        Some(load(input, first)?)
-    } else {
-        None
-    };
-    let header = match (input, needing(targets, |n| n.capture).is_some()) {
-        (Some(input), true) => Some(events_header(input, extra).map_err(|e| fail(exit::INPUT, e))?),
-        _ => None,
-    };
-    let events_memory = match (input, &args.from_events) {
-        (None, Some(_)) => Some(load(None, "")?),
+        images.of(first)
+    });
+    let header = match (
+        input.saved.is_none(),
+        needing(targets, |n| n.capture).is_some(),
+    ) {
+        (true, true) => Some(events_header(input, extra).map_err(|e| fail(exit::INPUT, e))?),
         _ => None,
     };
     Ok(SinkReads {
+        images,
         code,
         header,
-        events_memory,
     })
 }
 
@@ -697,12 +687,10 @@ fn read_for_sinks(
 fn conversion_failure(e: &ConvertError) -> ExitCode {
     let code = match e {
         ConvertError::Input(i) => input_code(i),
-        ConvertError::Memory(_) | ConvertError::Symbols(_) | ConvertError::EventsFile { .. } => {
-            exit::INPUT
-        }
+        ConvertError::Memory(_) | ConvertError::Symbols(_) => exit::INPUT,
         ConvertError::Read { source, .. } => match source {
-            trace_convert::packets::ReadError::Input(i) => input_code(i),
-            trace_convert::packets::ReadError::Io { .. } => exit::INPUT,
+            ReadError::Input(i) => input_code(i),
+            ReadError::Io { .. } => exit::INPUT,
             _ => exit::OUTPUT,
         },
         _ => exit::OUTPUT,
@@ -710,13 +698,17 @@ fn conversion_failure(e: &ConvertError) -> ExitCode {
     fail(code, e)
 }
 
-/// Refuse a run that read capture bytes and decoded nothing from them
-/// (no output takes its final name); see [`super::nothing_decoded`].
+/// Refuse a run that read capture bytes of instruction trace and decoded
+/// nothing from them (no output takes its final name; see
+/// [`super::nothing_decoded`]); saved events are taken as they are.
 fn check_decoded(
     args: &ConvertArgs,
     input: &Input,
     report: &ConvertReport,
 ) -> Result<(), ExitCode> {
+    if input.saved.is_some() || !input.expects_instructions() {
+        return Ok(());
+    }
     let bytes: u64 = report.captures.iter().map(|(_, b)| b).sum();
     let instructions: u64 = report.ids.values().map(|r| r.instructions).sum();
     let nacc: u64 = report
@@ -919,21 +911,17 @@ fn events_header(input: &Input, extra: &ExtraMemory) -> Result<Header, String> {
     })
 }
 
-/// Refuse `--elf` and `--mem` files that the saved events in `events`
-/// were not decoded with (compared by size and contents hash): their
+/// Refuse `--elf` and `--mem` files that the saved events were not
+/// decoded with (compared by size and contents hash): their
 /// symbols and code would describe another program. With `ignore`, warn
 /// instead.
 fn check_images(
-    events: &Path,
+    saved: &SavedEvents,
     elves: &[PathBuf],
     mem: &[MemArg],
     ignore: bool,
 ) -> Result<(), String> {
-    use trace_convert::sinks::events_file::format::EventReader;
-    let file = trace_core::memory::open_regular(events)
-        .map_err(|e| format!("{}: {e}", events.display()))?;
-    let (header, _) = EventReader::open(std::io::BufReader::new(file))
-        .map_err(|e| format!("{}: {e}", events.display()))?;
+    let (header, events) = (&saved.header, &saved.path);
     let given = elves.iter().chain(mem.iter().map(|m| &m.path));
     for p in given {
         let info = ImageInfo::of_file(p).map_err(|e| format!("{}: {e}", p.display()))?;

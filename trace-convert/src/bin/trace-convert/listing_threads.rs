@@ -5,10 +5,9 @@
 use crate::{decode_summary, jobs, read_failure, DecodeArgs, Totals};
 use std::io;
 use std::process::ExitCode;
-use trace_convert::decode as dec;
+use trace_convert::input::capture::{self as dec, CaptureSummary, ReadError};
 use trace_convert::input::memory::Images;
 use trace_convert::input::source::CaptureSpec;
-use trace_convert::packets::{self, CaptureSummary, ReadError};
 use trace_convert::sinks::listing::event_lines::EventListing;
 use trace_convert::sinks::listing::events::EventFormat;
 use trace_convert::sinks::listing::packet_lines::PacketListing;
@@ -119,7 +118,7 @@ pub(crate) fn packets_pipelined(
         }
     };
     pipelined(out, formatter, |feed| {
-        packets::read_capture(capture, |item| {
+        dec::read_capture(capture, |item| {
             if listed(item) {
                 feed.push(item.clone())?;
             }

@@ -10,13 +10,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use trace_convert::decode::{self as dec, no_memory_warning, ExtraMemory};
+use trace_convert::input::capture::{self as dec, ReadError};
 use trace_convert::input::flags::{Layout, SourceFlags};
 use trace_convert::input::memory::Images;
+use trace_convert::input::memory::{no_memory_warning, ExtraMemory};
 use trace_convert::input::source::CaptureSpec;
 use trace_convert::input::source::Protocol;
 use trace_convert::input::{self, Input, InputError};
-use trace_convert::packets::{self, ReadError};
 use trace_convert::plural::plural;
 use trace_convert::sinks::listing::event_lines::EventListing;
 use trace_convert::sinks::listing::events::EventFormat;
@@ -136,7 +136,7 @@ struct DecodeArgs {
         long = "mem",
         value_name = "FILE@ADDRESS"
     )]
-    mem: Vec<trace_convert::decode::MemArg>,
+    mem: Vec<trace_convert::input::memory::MemArg>,
     /// Rewrite source paths that begin with FROM to begin with TO
     /// (repeatable; see `trace-convert --help`). Example: --path-map
     /// 'C:\ti\sdk=/opt/ti/sdk'
@@ -193,12 +193,30 @@ enum FormatArg {
     Jsonl,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum ProtocolArg {
-    /// ETM architecture v3.0 to v3.5.
-    Etm,
-    /// PTM, Program Flow Trace v1.0/v1.1.
-    Ptm,
+/// A value of `--protocol`: one per protocol of trace-core's registry,
+/// named and described by it.
+#[derive(Debug, Clone, Copy)]
+struct ProtocolArg(Protocol);
+
+/// Every value of `--protocol`.
+const PROTOCOL_ARGS: [ProtocolArg; Protocol::ALL.len()] = {
+    let mut args = [ProtocolArg(Protocol::ALL[0]); Protocol::ALL.len()];
+    let mut i = 0;
+    while i < args.len() {
+        args[i] = ProtocolArg(Protocol::ALL[i]);
+        i += 1;
+    }
+    args
+};
+
+impl ValueEnum for ProtocolArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        &PROTOCOL_ARGS
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.0.flag()).help(self.0.about()))
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -327,10 +345,7 @@ impl SourceArgs {
     fn flags(&self) -> SourceFlags {
         let on = |b: bool| b.then_some(true);
         SourceFlags {
-            protocol: self.protocol.map(|p| match p {
-                ProtocolArg::Etm => Protocol::Etmv3,
-                ProtocolArg::Ptm => Protocol::Ptm,
-            }),
+            protocol: self.protocol.map(|p| p.0),
             layout: match self.layout {
                 LayoutArg::Raw => Layout::Raw,
                 LayoutArg::Frames => Layout::Frames,
@@ -390,7 +405,9 @@ fn fail(code: u8, message: impl std::fmt::Display) -> ExitCode {
 
 fn input_code(e: &InputError) -> u8 {
     match e {
-        InputError::NotFound(_) | InputError::NotASnapshot(_) => exit::INPUT,
+        InputError::NotFound(_) | InputError::NotASnapshot(_) | InputError::Saved { .. } => {
+            exit::INPUT
+        }
         _ => exit::CONFIG,
     }
 }
@@ -488,6 +505,17 @@ fn listing_input<'p>(
     let plan = listing_plan(output, named)?;
     let mut input =
         input::resolve(&args.path, &args.flags()).map_err(|e| fail(input_code(&e), e))?;
+    if input.saved.is_some() {
+        return Err(fail(
+            exit::USAGE,
+            format!(
+                "{}: saved events hold decoded events, not a capture to list: convert them \
+                 (trace-convert {} --chrome FILE, ...)",
+                args.path.display(),
+                args.path.display()
+            ),
+        ));
+    }
     args.source
         .keep_ids(&mut input)
         .map_err(|e| fail(exit::CONFIG, e))?;
@@ -533,7 +561,7 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
                 // Lines formatted on a second thread: the same bytes.
                 packets_pipelined(capture, format, out, listed)?
             } else {
-                let summary = packets::read_capture(capture, |item| {
+                let summary = dec::read_capture(capture, |item| {
                     if listed(item) {
                         listing.write(out, item)?;
                     }
@@ -602,7 +630,7 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
         Ok(images) => images,
         Err(e) => return fail(exit::INPUT, e),
     };
-    for name in images.empty() {
+    for name in input.without_memory(&images) {
         eprintln!("trace-convert: {}", escaped(&no_memory_warning(name)));
     }
     // With ELF files, each line names its function (and, per
@@ -640,13 +668,16 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
             totals.nacc += t.nacc;
         }
         let flags = args.input.flags();
-        if let Some(why) = nothing_decoded(
-            &input,
-            &flags,
-            totals.bytes,
-            totals.instructions,
-            totals.nacc,
-        ) {
+        let why = input.expects_instructions().then(|| {
+            nothing_decoded(
+                &input,
+                &flags,
+                totals.bytes,
+                totals.instructions,
+                totals.nacc,
+            )
+        });
+        if let Some(why) = why.flatten() {
             // The listing does not take its final name.
             return Err(fail(exit::CONFIG, why));
         }

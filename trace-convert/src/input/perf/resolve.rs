@@ -68,6 +68,7 @@ pub fn resolve(path: &Path, lookup: Lookup<'_>) -> Result<Input, InputError> {
         kind: Kind::PerfData,
         captures,
         snapshot: Some(snapshot),
+        saved: None,
     })
 }
 
@@ -146,7 +147,7 @@ fn source_of(
     } else {
         Protocol::Etmv3
     };
-    let name = format!("{} cpu{}", protocol_label(protocol), e.cpu);
+    let name = format!("{} cpu{}", protocol.label(), e.cpu);
     let id = match hw_ids.get(&e.cpu) {
         Some(&id) => Some(id),
         None if e.traceid & TRACE_ID_UNSET != 0 => None,
@@ -237,13 +238,6 @@ fn capture_of(
 /// The name of source `name` reading the memory of process `pid`.
 fn process_source(name: &str, pid: u32) -> String {
     format!("{name} pid {pid}")
-}
-
-fn protocol_label(p: Protocol) -> &'static str {
-    match p {
-        Protocol::Etmv3 => "ETM",
-        Protocol::Ptm => "PTM",
-    }
 }
 
 /// CPU to trace ID, from AUX_OUTPUT_HW_ID records (bits 7:0 of the

@@ -1,5 +1,6 @@
-//! What a sample profile needs from DWARF, read once from each `--elf`
-//! file: per function (`DW_TAG_subprogram` with code and a declaration
+//! What a sample profile needs from DWARF, read from the DWARF the
+//! symbolizer loaded from each `--elf` file (nothing is parsed twice):
+//! per function (`DW_TAG_subprogram` with code and a declaration
 //! line; assembly functions have none) its name as the compiler knows it
 //! (linkage name, else name) and the line it is declared on
 //! (`DW_AT_decl_line`, from which LLVM counts line offsets);
@@ -8,11 +9,8 @@
 //! line and discriminator; and the line table's line and discriminator
 //! of every address.
 
-use object::{Object, ObjectSection};
-use std::borrow::Cow;
-use std::path::Path;
-
-type Slice<'a> = gimli::EndianSlice<'a, gimli::RunTimeEndian>;
+use crate::symbols::Symbolizer;
+use gimli::Reader;
 
 /// A function or an inlined copy of one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,16 +62,17 @@ pub struct ProfileDwarf {
 }
 
 impl ProfileDwarf {
-    /// Read the DWARF of each file (files without DWARF add nothing).
+    /// Read the DWARF `symbols` loaded from each ELF file (files without
+    /// DWARF add nothing).
     ///
     /// # Errors
     ///
-    /// A message naming the file when it cannot be read or its DWARF is
-    /// damaged.
-    pub fn read(paths: &[std::path::PathBuf]) -> Result<ProfileDwarf, String> {
+    /// A message naming the file when its DWARF is damaged.
+    pub fn of(symbols: &Symbolizer) -> Result<ProfileDwarf, String> {
         let mut out = ProfileDwarf::default();
-        for p in paths {
-            out.add(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        for (path, dwarf) in symbols.dwarf_sections() {
+            out.add_dwarf(dwarf)
+                .map_err(|e| format!("{}: DWARF: {e}", path.display()))?;
         }
         out.functions.sort_unstable();
         out.rows.sort_by_key(|r| (r.addr, !r.end));
@@ -86,27 +85,10 @@ impl ProfileDwarf {
         self.functions.is_empty()
     }
 
-    fn add(&mut self, path: &Path) -> Result<(), String> {
-        let contents = trace_core::memory::Contents::map_path(path).map_err(|e| e.to_string())?;
-        let file = object::File::parse(contents.bytes()).map_err(|e| e.to_string())?;
-        let endian = if file.is_little_endian() {
-            gimli::RunTimeEndian::Little
-        } else {
-            gimli::RunTimeEndian::Big
-        };
-        let sections = gimli::DwarfSections::load(|id| -> Result<Cow<'_, [u8]>, String> {
-            match file.section_by_name(id.name()) {
-                Some(s) => s
-                    .uncompressed_data()
-                    .map_err(|e| format!("{}: {e}", id.name())),
-                None => Ok(Cow::Borrowed(&[][..])),
-            }
-        })?;
-        let dwarf = sections.borrow(|s| gimli::EndianSlice::new(s, endian));
-        self.add_dwarf(&dwarf).map_err(|e| format!("DWARF: {e}"))
-    }
-
-    fn add_dwarf(&mut self, dwarf: &gimli::Dwarf<Slice<'_>>) -> gimli::Result<()> {
+    fn add_dwarf<R: Reader<Offset = usize>>(
+        &mut self,
+        dwarf: &gimli::Dwarf<R>,
+    ) -> gimli::Result<()> {
         let mut units = dwarf.units();
         while let Some(header) = units.next()? {
             let unit = dwarf.unit(header)?;
@@ -117,7 +99,10 @@ impl ProfileDwarf {
         Ok(())
     }
 
-    fn add_lines(&mut self, unit: gimli::UnitRef<'_, Slice<'_>>) -> gimli::Result<()> {
+    fn add_lines<R: Reader<Offset = usize>>(
+        &mut self,
+        unit: gimli::UnitRef<'_, R>,
+    ) -> gimli::Result<()> {
         let Some(program) = unit.line_program.clone() else {
             return Ok(());
         };
@@ -138,7 +123,10 @@ impl ProfileDwarf {
         Ok(())
     }
 
-    fn add_scopes(&mut self, unit: gimli::UnitRef<'_, Slice<'_>>) -> gimli::Result<()> {
+    fn add_scopes<R: Reader<Offset = usize>>(
+        &mut self,
+        unit: gimli::UnitRef<'_, R>,
+    ) -> gimli::Result<()> {
         // The open entries: depth and the scope they belong to.
         let mut open: Vec<(isize, Option<usize>)> = Vec::new();
         let mut cursor = unit.entries();
@@ -274,9 +262,9 @@ const MAX_HOPS: u32 = 8;
 
 /// The name (linkage name, else name) and declaration line of an entry,
 /// from it or its abstract origin or specification in the same unit.
-fn describe<'d>(
-    unit: gimli::UnitRef<'_, Slice<'d>>,
-    entry: &gimli::DebuggingInformationEntry<'_, '_, Slice<'d>>,
+fn describe<R: Reader<Offset = usize>>(
+    unit: gimli::UnitRef<'_, R>,
+    entry: &gimli::DebuggingInformationEntry<'_, '_, R>,
     hops: u32,
 ) -> (Option<String>, Option<u32>) {
     let mut name = None;
@@ -287,8 +275,10 @@ fn describe<'d>(
     ] {
         if let Ok(Some(v)) = entry.attr_value(at) {
             if let Ok(s) = unit.attr_string(v) {
-                name = Some(s.to_string_lossy().into_owned());
-                break;
+                if let Ok(text) = s.to_string_lossy() {
+                    name = Some(text.into_owned());
+                    break;
+                }
             }
         }
     }

@@ -289,8 +289,8 @@ pub(crate) fn write_instructions<W: Write + ?Sized>(
         let text = isa_decode::disassemble(i.opcode(), i.addr, r.isa)
             .unwrap_or_else(|| "<undecodable>".into());
         let executed = !last || r.executed;
-        let sym = symbols.and_then(|s| super::symbolized::sym_off(s, i.addr));
-        let srcline = symbols.and_then(|s| super::symbolized::src_line(s, i.addr));
+        let sym = symbols.and_then(|s| sym_off(s, i.addr));
+        let srcline = symbols.and_then(|s| src_line(s, i.addr));
         match format {
             EventFormat::Jsonl => {
                 let rec = EventRecord {
@@ -397,6 +397,21 @@ fn write_text<W: Write + ?Sized>(out: &mut W, e: &Event) -> io::Result<()> {
         // A later kind: its name.
         other => writeln!(out, "{}", other.name()),
     }
+}
+
+/// `name+0x10`: the function covering `addr` and the offset into it.
+#[must_use]
+pub fn sym_off(symbols: &crate::symbols::Symbolizer, addr: u32) -> Option<String> {
+    let f = symbols.function(addr)?;
+    Some(format!("{}+{:#x}", f.name, addr.wrapping_sub(f.start)))
+}
+
+/// `file:line` of the instruction at `addr` (the innermost inlined
+/// location).
+#[must_use]
+pub fn src_line(symbols: &crate::symbols::Symbolizer, addr: u32) -> Option<String> {
+    let l = symbols.line(addr)?;
+    Some(format!("{}:{}", l.file, l.line))
 }
 
 #[cfg(test)]

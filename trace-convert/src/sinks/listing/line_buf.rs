@@ -170,6 +170,37 @@ impl LineBuf {
     }
 
     /// Append one byte.
+    /// Append `text`: a short piece of a line (a name, a field), which
+    /// the room [`LineBuf::room`] keeps holds. Pieces of up to 16 bytes
+    /// (kinds, names, instruction sets) are copied as two overlapping
+    /// words, without a call to `memmove` for a length known only now.
+    #[inline(always)]
+    pub(crate) fn put_str(&mut self, text: &str) {
+        let bytes = text.as_bytes();
+        let n = bytes.len();
+        let at = self.len;
+        match n {
+            8..=16 => {
+                let (head, tail) = (&bytes[..8], &bytes[n - 8..]);
+                self.buf[at..at + 8].copy_from_slice(head);
+                self.buf[at + n - 8..at + n].copy_from_slice(tail);
+            }
+            4..=7 => {
+                let (head, tail) = (&bytes[..4], &bytes[n - 4..]);
+                self.buf[at..at + 4].copy_from_slice(head);
+                self.buf[at + n - 4..at + n].copy_from_slice(tail);
+            }
+            _ => self.buf[at..at + n].copy_from_slice(bytes),
+        }
+        self.len += n;
+    }
+
+    /// Drop what was written since `mark` ([`LineBuf::mark`]).
+    #[inline(always)]
+    pub(crate) fn truncate(&mut self, mark: usize) {
+        self.len = mark.min(self.len);
+    }
+
     #[inline(always)]
     pub(crate) fn byte(&mut self, b: u8) {
         self.buf[self.len] = b;
@@ -181,6 +212,18 @@ impl LineBuf {
     pub(crate) fn name<const N: usize>(&mut self, p: &Padded<N>) {
         self.buf[self.len..self.len + N].copy_from_slice(&p.bytes);
         self.len += p.len;
+    }
+
+    /// [`LineBuf::name`] copying only the first `M` bytes when the name
+    /// fits in them (a short kept line costs half the copy).
+    #[inline(always)]
+    pub(crate) fn name_within<const M: usize, const N: usize>(&mut self, p: &Padded<N>) {
+        if p.len <= M && M <= N {
+            self.buf[self.len..self.len + M].copy_from_slice(&p.bytes[..M]);
+            self.len += p.len;
+        } else {
+            self.name(p);
+        }
     }
 
     /// Append `v` in decimal, as `itoa` or `{}` write it.
@@ -289,6 +332,22 @@ mod tests {
         let mut out = Vec::new();
         b.flush(&mut out).expect("vec");
         String::from_utf8(out).expect("utf-8")
+    }
+
+    #[test]
+    fn pieces_of_every_length_are_copied_whole() {
+        let letters: String = ('a'..='z').chain('A'..='Z').collect();
+        for n in 0..=letters.len() {
+            let piece = &letters[..n];
+            assert_eq!(
+                text(|b| {
+                    b.put(b"<");
+                    b.put_str(piece);
+                    b.put(b">");
+                }),
+                format!("<{piece}>")
+            );
+        }
     }
 
     #[test]

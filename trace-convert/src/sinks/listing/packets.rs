@@ -4,16 +4,18 @@
 //! "Packets").
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 use trace_core::demux::{AnyPacket, Item};
 use trace_core::frames::{DiscardReason, FrameEvent};
+use trace_core::protocol::FieldWriter;
 
 /// A packet, error or capture event as one flat record.
 ///
 /// Every record has `offset`, `id` and `kind`; the other fields appear
-/// when the packet carries them.
+/// when the packet carries them. A packet's fields are those its protocol
+/// gives ([`AnyPacket::fields`]), in the schema's order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct PacketRecord {
     /// Offset of the first byte in the capture file.
     pub offset: u64,
@@ -101,10 +103,10 @@ pub struct PacketRecord {
     /// For `error` and `discarded`: what happened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-}
-
-fn atoms_text(iter: impl Iterator<Item = char>) -> String {
-    iter.collect()
+    /// Fields of a protocol that the ones above do not name, by name
+    /// (listed after them).
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
 }
 
 impl PacketRecord {
@@ -166,133 +168,80 @@ impl PacketRecord {
         }
     }
 
-    /// The record of a packet.
+    /// The record of a packet: its protocol hands over its fields
+    /// ([`AnyPacket::fields`]).
     #[must_use]
     pub fn from_packet(offset: u64, id: u8, packet: &AnyPacket) -> PacketRecord {
         let mut r = Self::new(offset, id, packet.kind());
-        match packet {
-            AnyPacket::Etm(p) => r.fill_etm(p),
-            AnyPacket::Ptm(p) => r.fill_ptm(p),
-        }
+        packet.fields(&mut r);
         r
     }
+}
 
-    fn fill_etm(&mut self, p: &etm_packets::Packet) {
-        use etm_packets::Packet as P;
-        match *p {
-            P::ISync(s) => {
-                if !s.is_data_only() {
-                    self.address = Some(s.address());
-                    self.isa = Some(s.isa().name().to_owned());
-                }
-                self.ns = Some(s.ns());
-                self.hyp = Some(s.hyp());
-                self.reason = Some(s.reason().name().to_owned());
-                self.context_id = s.context_id();
-                self.cycles = s.cycle_count().map(u64::from);
-                self.lsip_address = s.lsip().map(|l| l.address);
+/// A packet's fields set by name; a name this record has no field for
+/// goes to [`PacketRecord::other`].
+impl FieldWriter for PacketRecord {
+    fn num(&mut self, name: &'static str, value: u64) {
+        let (v32, v16, v8) = (
+            u32::try_from(value).ok(),
+            u16::try_from(value).ok(),
+            u8::try_from(value).ok(),
+        );
+        match name {
+            "address" if v32.is_some() => self.address = v32,
+            "bits" if v8.is_some() => self.bits = v8,
+            "known_bits" if v8.is_some() => self.known_bits = v8,
+            "cycles" => self.cycles = Some(value),
+            "timestamp" => self.timestamp = Some(value),
+            "context_id" if v32.is_some() => self.context_id = v32,
+            "vmid" if v8.is_some() => self.vmid = v8,
+            "exception" if v16.is_some() => self.exception = v16,
+            "resume" if v8.is_some() => self.resume = v8,
+            "lsip_address" if v32.is_some() => self.lsip_address = v32,
+            "data_address" if v32.is_some() => self.data_address = v32,
+            "value" if v32.is_some() => self.value = v32,
+            "size" if v8.is_some() => self.size = v8,
+            "tag" if v8.is_some() => self.tag = v8,
+            "len" => self.len = Some(value),
+            _ => {
+                self.other.insert(name.to_owned(), value.into());
             }
-            P::Atoms(a) => {
-                self.atoms = Some(atoms_text(a.iter().map(|atom| match atom {
-                    etm_packets::Atom::E => 'E',
-                    etm_packets::Atom::N => 'N',
-                    etm_packets::Atom::W => 'W',
-                })));
-                if a.cycles > 0 {
-                    self.cycles = Some(u64::from(a.cycles));
-                }
-            }
-            P::Branch(b) => {
-                self.address = Some(b.address);
-                self.bits = Some(b.bits);
-                self.known_bits = (b.known_bits < 32).then_some(b.known_bits);
-                self.isa = Some(b.isa.name().to_owned());
-                self.ns = Some(b.ns);
-                self.hyp = Some(b.hyp);
-                if let Some(e) = b.exception {
-                    self.exception = Some(e.number);
-                    self.cancel = Some(e.cancel);
-                    self.resume = Some(e.resume);
-                }
-            }
-            P::CycleCount(c) => self.cycles = Some(u64::from(c)),
-            P::ContextId(c) => self.context_id = Some(c),
-            P::Vmid(v) => self.vmid = Some(v),
-            P::Timestamp(t) => {
-                self.timestamp = Some(t.value);
-                self.bits = Some(t.bits);
-                self.clock_changed = Some(t.clock_changed);
-            }
-            P::NormalData(d) => {
-                self.first = Some(d.first);
-                self.data_address = d.address;
-                self.value = d.value;
-                self.size = Some(d.size);
-            }
-            P::ValueNotTraced(d) => {
-                self.first = Some(d.first);
-                self.data_address = d.address;
-            }
-            P::OutOfOrderData(d) => {
-                self.tag = Some(d.tag);
-                self.value = Some(d.value);
-                self.size = Some(d.size);
-            }
-            P::OutOfOrderPlaceholder(d) => {
-                self.tag = Some(d.tag);
-                self.first = Some(d.first);
-                self.data_address = d.address;
-            }
-            _ => {}
         }
     }
 
-    fn fill_ptm(&mut self, p: &ptm_packets::Packet) {
-        use ptm_packets::Packet as P;
-        match *p {
-            P::ISync(s) => {
-                self.address = Some(s.address);
-                self.isa = Some(s.isa.name().to_owned());
-                self.ns = Some(s.ns);
-                self.hyp = Some(s.hyp);
-                self.reason = Some(s.reason.name().to_owned());
-                self.context_id = s.context_id;
-                self.cycles = s.cycles.map(u64::from);
+    fn flag(&mut self, name: &'static str, value: bool) {
+        match name {
+            "ns" => self.ns = Some(value),
+            "hyp" => self.hyp = Some(value),
+            "alt_isa" => self.alt_isa = Some(value),
+            "clock_changed" => self.clock_changed = Some(value),
+            "cancel" => self.cancel = Some(value),
+            "first" => self.first = Some(value),
+            _ => {
+                self.other.insert(name.to_owned(), value.into());
             }
-            P::Atom { atoms, cycles } => {
-                self.atoms = Some(atoms_text(atoms.iter().map(|a| match a {
-                    ptm_packets::Atom::E => 'E',
-                    ptm_packets::Atom::N => 'N',
-                })));
-                self.cycles = cycles.map(u64::from);
+        }
+    }
+
+    fn text(&mut self, name: &'static str, value: &'static str) {
+        match name {
+            "isa" => self.isa = Some(value.to_owned()),
+            "reason" => self.reason = Some(value.to_owned()),
+            "atoms" => self.atoms = Some(value.to_owned()),
+            "message" => self.message = Some(value.to_owned()),
+            _ => {
+                self.other.insert(name.to_owned(), value.into());
             }
-            P::BranchAddress(b) => {
-                self.address = Some(b.address);
-                self.bits = Some(b.bits);
-                self.isa = Some(b.isa.name().to_owned());
-                self.cycles = b.cycles.map(u64::from);
-                if let Some(e) = b.exception {
-                    self.exception = Some(e.number);
-                    self.ns = Some(e.ns);
-                    self.alt_isa = Some(e.alt_isa);
-                    self.hyp = e.hyp;
-                }
+        }
+    }
+
+    fn letters(&mut self, name: &'static str, letters: impl Iterator<Item = u8>) {
+        let text: String = letters.map(char::from).collect();
+        match name {
+            "atoms" => self.atoms = Some(text),
+            _ => {
+                self.other.insert(name.to_owned(), text.into());
             }
-            P::WaypointUpdate(w) => {
-                self.address = Some(w.address);
-                self.bits = Some(w.bits);
-                self.isa = Some(w.isa.name().to_owned());
-                self.alt_isa = w.alt_isa;
-            }
-            P::ContextId(c) => self.context_id = Some(c),
-            P::Vmid(v) => self.vmid = Some(v),
-            P::Timestamp(t) => {
-                self.timestamp = Some(t.value);
-                self.bits = Some(t.bits);
-                self.clock_changed = Some(t.clock_changed);
-                self.cycles = t.cycles.map(u64::from);
-            }
-            _ => {}
         }
     }
 }
@@ -341,5 +290,37 @@ pub fn write_item<W: Write + ?Sized>(
                 )
             }
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A field of another protocol than those the record names is kept
+    /// by name, read back, and written after the record's own fields.
+    #[test]
+    fn fields_the_record_does_not_name_are_kept_in_other() {
+        let mut r = PacketRecord::new(7, 1, "stimulus");
+        r.num("port", 3);
+        r.address("address", 0x2000);
+        r.flag("overflow", false);
+        r.text("isa", "thumb");
+        r.letters("atoms", b"EN".iter().copied());
+        assert_eq!(r.address, Some(0x2000));
+        assert_eq!(r.isa.as_deref(), Some("thumb"));
+        assert_eq!(r.atoms.as_deref(), Some("EN"));
+        assert_eq!(r.other.get("port"), Some(&serde_json::Value::from(3)));
+        assert_eq!(
+            r.other.get("overflow"),
+            Some(&serde_json::Value::from(false))
+        );
+        let line = serde_json::to_string(&r).expect("serializes");
+        assert_eq!(
+            line,
+            r#"{"offset":7,"id":1,"kind":"stimulus","address":8192,"isa":"thumb","atoms":"EN","overflow":false,"port":3}"#
+        );
+        let back: PacketRecord = serde_json::from_str(&line).expect("reads back");
+        assert_eq!(back, r);
     }
 }

@@ -3,26 +3,13 @@
 //! instruction, each instruction (with `--instructions`) with its own and
 //! its source file and line.
 
+pub use super::events::{src_line, sym_off};
+
 use super::events::{write_event, write_instructions, EventFormat, EventRecord};
 use crate::symbols::Symbolizer;
 use std::io::{self, Write};
 use trace_core::event::{Event, EventKind};
 use trace_core::memory::MemoryImage;
-
-/// `name+0x10`: the function covering `addr` and the offset into it.
-#[must_use]
-pub fn sym_off(symbols: &Symbolizer, addr: u32) -> Option<String> {
-    let f = symbols.function(addr)?;
-    Some(format!("{}+{:#x}", f.name, addr.wrapping_sub(f.start)))
-}
-
-/// `file:line` of the instruction at `addr` (the innermost inlined
-/// location).
-#[must_use]
-pub fn src_line(symbols: &Symbolizer, addr: u32) -> Option<String> {
-    let l = symbols.line(addr)?;
-    Some(format!("{}:{}", l.file, l.line))
-}
 
 /// [`write_event`] with symbols: a range's line ends with its first
 /// instruction's `<function+offset>` (JSONL: `sym`); with `instructions`,

@@ -7,10 +7,10 @@ use std::collections::HashSet;
 use std::ops::Range;
 use std::path::Path;
 use test_support::Rng;
+use trace_convert::input::capture::read_capture;
 use trace_convert::input::flags::SourceFlags;
 use trace_convert::input::resolve;
 use trace_convert::input::source::{CaptureSpec, Protocol};
-use trace_convert::packets::read_capture;
 use trace_convert::sinks::listing::packets::PacketRecord;
 use trace_core::demux::Item;
 use trace_core::event::{Event, EventKind};
@@ -318,9 +318,10 @@ pub fn wrong_configurations(dir: &Path) -> Vec<Damage> {
     if let [source] = &spec.sources[..] {
         // Given for the capture file alone, as a user describing a raw
         // file would.
-        let other = match source.protocol {
-            Protocol::Ptm => Protocol::Etmv3,
-            Protocol::Etmv3 => Protocol::Ptm,
+        let other = if source.protocol == Protocol::Ptm {
+            Protocol::Etmv3
+        } else {
+            Protocol::Ptm
         };
         flags.push(SourceFlags {
             protocol: Some(other),

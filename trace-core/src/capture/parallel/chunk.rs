@@ -64,10 +64,10 @@ impl Shared {
         self.plan.source(id).map(|c| (c.source, c))
     }
 
-    /// Whether source `id` is warmed up: it keeps a return stack and, by
-    /// default, one of its shares was redone.
+    /// Whether source `id` is warmed up: it keeps a return stack (a PTM's)
+    /// and, by default, one of its shares was redone.
     fn warms(&self, id: u8) -> bool {
-        matches!(self.source(id), Some((SourceConfig::Ptm(c), _)) if c.return_stack())
+        self.source(id).is_some_and(|(c, _)| c.return_stack())
             && match self.warm_up {
                 WarmUp::Always => true,
                 WarmUp::Never => false,

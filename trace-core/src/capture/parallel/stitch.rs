@@ -8,9 +8,8 @@ use crate::demux::{AnyPacket, SourceStats};
 /// carried.
 pub(super) fn timestamp_of(op: &Op) -> Option<(u64, u8)> {
     match op {
-        Op::Packet(_, AnyPacket::Etm(etm_packets::Packet::Timestamp(t))) => Some((t.value, t.bits)),
-        Op::Packet(_, AnyPacket::Ptm(ptm_packets::Packet::Timestamp(t))) => Some((t.value, t.bits)),
-        _ => None,
+        Op::Packet(_, p) => p.timestamp(),
+        Op::Error(_) => None,
     }
 }
 
@@ -18,16 +17,7 @@ pub(super) fn timestamp_of(op: &Op) -> Option<(u64, u8)> {
 /// packet (which a parser started from another timestamp base gives).
 pub(super) fn same_but_timestamp(a: &Op, b: &Op) -> bool {
     match (a, b) {
-        (
-            Op::Packet(x, AnyPacket::Etm(etm_packets::Packet::Timestamp(s))),
-            Op::Packet(y, AnyPacket::Etm(etm_packets::Packet::Timestamp(t))),
-        ) => x == y && s.bits == t.bits && s.clock_changed == t.clock_changed,
-        (
-            Op::Packet(x, AnyPacket::Ptm(ptm_packets::Packet::Timestamp(s))),
-            Op::Packet(y, AnyPacket::Ptm(ptm_packets::Packet::Timestamp(t))),
-        ) => {
-            x == y && s.bits == t.bits && s.clock_changed == t.clock_changed && s.cycles == t.cycles
-        }
+        (Op::Packet(x, p), Op::Packet(y, q)) => x == y && p.same_but_timestamp(q),
         _ => a == b,
     }
 }

@@ -1,6 +1,6 @@
 //! Lowering ETMv3 packets into [`TraceOp`]s.
 
-use super::op::{Branch, InsnAtoms, Sync, SyncReason, Target, TraceOp};
+use crate::decode::op::{Branch, InsnAtoms, Sync, SyncReason, Target, TraceOp};
 use crate::event::{Isa, TraceOnReason};
 use etm_packets::{Atoms, Isa as EIsa, Packet, Reason};
 

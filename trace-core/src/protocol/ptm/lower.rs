@@ -1,6 +1,6 @@
 //! Lowering PTM (PFT) packets into [`TraceOp`]s.
 
-use super::op::{Branch, Sync, SyncReason, Target, TraceOp};
+use crate::decode::op::{Branch, Sync, SyncReason, Target, TraceOp};
 use crate::event::{Isa, TraceOnReason};
 use ptm_packets::{ISyncReason, Isa as PIsa, Packet};
 

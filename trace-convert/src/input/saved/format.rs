@@ -125,13 +125,7 @@ impl WireHeader {
             sources: h
                 .sources
                 .iter()
-                .map(|s| {
-                    let p = match s.protocol {
-                        Protocol::Etmv3 => 0,
-                        Protocol::Ptm => 1,
-                    };
-                    (s.trace_id, p, s.core.clone())
-                })
+                .map(|s| (s.trace_id, s.protocol.code(), s.core.clone()))
                 .collect(),
         }
     }
@@ -139,16 +133,10 @@ impl WireHeader {
     fn into_header(self) -> Result<Header, EventsFileError> {
         let mut sources = Vec::with_capacity(self.sources.len());
         for (trace_id, p, core) in self.sources {
-            let protocol = match p {
-                0 => Protocol::Etmv3,
-                1 => Protocol::Ptm,
-                _ => {
-                    return Err(EventsFileError::Corrupt {
-                        offset: 0,
-                        what: format!("unknown protocol {p} in the header"),
-                    })
-                }
-            };
+            let protocol = Protocol::from_code(p).ok_or_else(|| EventsFileError::Corrupt {
+                offset: 0,
+                what: format!("unknown protocol {p} in the header"),
+            })?;
             sources.push(SourceInfo {
                 trace_id,
                 protocol,
