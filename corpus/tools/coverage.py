@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Expected coverage and folded stacks from a `.flow` file and its ELF.
 
-Usage: coverage.py ELF FLOW -o OUT.cov.json
+Usage: coverage.py ELF FLOW [--tasks TASKS] -o OUT.cov.json
 
 Uses only the flow, the ELF symbol table and the DWARF line table
-(pyelftools) and capstone to classify conditional instructions. The
-definitions of every field are in corpus/README.md.
+(pyelftools) and capstone to classify conditional instructions; with
+`--tasks` (the record of which task runs each instruction, see
+tools/truth.py) the folded stacks are kept per task. The definitions of
+every field are in corpus/README.md.
 """
 
 import argparse
@@ -54,6 +56,32 @@ def read_flow(path):
                     raise ValueError("unknown record %r" % parts[0])
             except (ValueError, IndexError) as e:
                 raise CoverageError("%s:%d: %s" % (path, lineno, e)) from e
+
+
+def read_tasks(path):
+    """The task record: ({task: name}, [(instruction index, task), ...])."""
+    names = {}
+    switches = []
+    with open(path, encoding="ascii") as f:
+        for lineno, line in enumerate(f, 1):
+            parts = line.split()
+            try:
+                if lineno == 1:
+                    if line.rstrip("\n") != "# trace-tasks 1":
+                        raise ValueError("not a `# trace-tasks 1` file")
+                elif not parts or parts[0].startswith("#"):
+                    continue
+                elif parts[0] == "T":
+                    names[int(parts[1])] = parts[3]
+                elif parts[0] == "S":
+                    switches.append((int(parts[1]), int(parts[2])))
+                else:
+                    raise ValueError("unknown record %r" % parts[0])
+            except (ValueError, IndexError) as e:
+                raise CoverageError("%s:%d: %s" % (path, lineno, e)) from e
+    if not switches or switches[0] != (0, 0):
+        raise CoverageError("%s: the record does not start with `S 0 0`" % path)
+    return names, switches
 
 
 # ---------------------------------------------------------------- ELF
@@ -278,7 +306,21 @@ def is_thumb_branch_cond(code):
 
 
 # ---------------------------------------------------------------- analysis
-def analyse(image, flow_path):
+def arrive(image, stack, addr, prev):
+    """The flow reaches `addr` after `prev` (no call pending): a return to a
+    frame's return address pops it and those above it; a jump to another
+    function's entry renames the innermost frame."""
+    for i in range(len(stack) - 1, 0, -1):
+        if stack[i][1] == addr and not stack[i][2]:
+            del stack[i:]
+            return
+    if prev is not None and prev[0] + prev[1] != addr and prev[3]:
+        fn = image.function_at(addr)
+        if fn is not None and fn["addr"] == addr and stack[-1][0] != fn["name"]:
+            stack[-1][0] = fn["name"]
+
+
+def analyse(image, flow_path, tasks=None):
     counts = {}
     isa_of = {}
     conds = {}
@@ -288,9 +330,37 @@ def analyse(image, flow_path):
     pending_link = None  # return address of a link branch waiting for its target
     prev = None  # (addr, size, is_link, writes_pc) of the previous instruction
     decoded = {}
+    # With tasks: each task's stack, parked while another runs, and the
+    # name that starts each of its folded stacks (none for task 0, the
+    # initial context).
+    names, switches = tasks if tasks is not None else ({}, [(0, 0)])
+    parked = {}
+    running = 0
+    label = []
+    upcoming = iter(switches[1:])
+    next_switch = next(upcoming, None)
+    index = 0  # of the next instruction
     for rec in read_flow(flow_path):
+        if rec[0] == "R" and next_switch is not None and next_switch[0] == index:
+            # This return resumes (or starts) another task: the running one
+            # stays inside its handler.
+            parked[running] = stack
+            running = next_switch[1]
+            stack = parked.pop(running, None)
+            label = [names[running]] if running else []
+            next_switch = next(upcoming, None)
+            if stack is None:
+                prev = None
+                continue
+        if next_switch is not None and next_switch[0] < index:
+            raise CoverageError("task switch at instruction %d is not at an exception "
+                                "return" % next_switch[0])
+        if rec[0] == "X" and stack is None and running:
+            # A task taking an exception before its first instruction.
+            stack = [[image.name_at(rec[3]), None, False]]
         if rec[0] == "i":
             _, addr, isa, size, cond = rec
+            index += 1
             counts[addr] = counts.get(addr, 0) + 1
             isa_of[addr] = (isa, size)
             if stack is None:
@@ -299,17 +369,8 @@ def analyse(image, flow_path):
                 stack.append([image.name_at(addr), pending_link, False])
                 pending_link = None
             else:
-                for i in range(len(stack) - 1, 0, -1):
-                    if stack[i][1] == addr and not stack[i][2]:
-                        del stack[i:]
-                        break
-                else:
-                    if prev is not None and prev[0] + prev[1] != addr and prev[3]:
-                        fn = image.function_at(addr)
-                        if fn is not None and fn["addr"] == addr and \
-                                stack[-1][0] != fn["name"]:
-                            stack[-1][0] = fn["name"]
-            key = ";".join(frame[0] for frame in stack)
+                arrive(image, stack, addr, prev)
+            key = ";".join(label + [frame[0] for frame in stack])
             stacks[key] = stacks.get(key, 0) + 1
             if addr not in decoded:
                 decoded[addr] = image.decode(addr, isa, size)
@@ -329,6 +390,9 @@ def analyse(image, flow_path):
                 # The call's target is where the exception returns to.
                 stack.append([image.name_at(ret), pending_link, False])
                 pending_link = None
+            elif prev is not None:
+                # A return or jump taken before the exception arrived there.
+                arrive(image, stack, ret, prev)
             stack.append([image.vector_name(vector), None, True])
             prev = None
         elif rec[0] == "R":
@@ -343,6 +407,9 @@ def analyse(image, flow_path):
             prev = None
         else:
             break
+    if next_switch is not None:
+        raise CoverageError("task switch at instruction %d after the end of the flow"
+                            % next_switch[0])
     return counts, isa_of, conds, stacks, decoded
 
 
@@ -386,8 +453,8 @@ def unreached_conditionals(image, counts, isa_of, conds):
     return list(found.values())
 
 
-def build(image, flow_path):
-    counts, isa_of, conds, stacks, decoded = analyse(image, flow_path)
+def build(image, flow_path, tasks=None):
+    counts, isa_of, conds, stacks, decoded = analyse(image, flow_path, tasks)
     functions = []
     for fn in image.functions:
         loc = image.line_of(fn["addr"])
@@ -434,10 +501,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("elf")
     ap.add_argument("flow")
+    ap.add_argument("--tasks", help="the task record (truth.py --tasks): stacks per task")
     ap.add_argument("-o", "--output", required=True)
     args = ap.parse_args()
     try:
-        result = build(Image(args.elf), args.flow)
+        tasks = read_tasks(args.tasks) if args.tasks else None
+        result = build(Image(args.elf), args.flow, tasks)
     except (CoverageError, ELFError, OSError) as e:
         print("coverage.py: %s" % e, file=sys.stderr)
         return 1

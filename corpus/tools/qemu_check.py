@@ -57,7 +57,7 @@ def flow_addresses(path):
                     addrs.append(addr)
                     addr += int(size)
             elif parts[0] == "X":
-                is_device = parts[1] not in ("svc", "m11")
+                is_device = parts[1] not in ("svc", "m11", "m14")
                 device.append(is_device)
                 if is_device:
                     depth += 1

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Run a corpus ELF in unicorn and write its executed flow (a `.flow` file).
 
-Usage: truth.py ELF --profile a|m [--program NAME --flavour F] -o OUT.flow
+Usage: truth.py ELF --profile a|m [--program NAME --flavour F] [--tasks OUT.tasks] -o OUT.flow
 
-The flow format and the emulated machine (memory map, device page,
-interrupt rules, halt convention) are described in corpus/README.md.
+The flow format, the task record (`--tasks`, for a program built on the
+corpus RTOS) and the emulated machine (memory map, device page, interrupt
+rules, halt convention) are described in corpus/README.md.
 Requires: unicorn (2.1.x), pyelftools.
 """
 
@@ -26,17 +27,21 @@ from unicorn.arm_const import (UC_ARM_REG_CPSR, UC_ARM_REG_LR, UC_ARM_REG_PC,
 DEV_BASE = 0x40000000
 DEV_TRIGGER = DEV_BASE + 0x0
 DEV_TIMER = DEV_BASE + 0x4
+# ARMv7-M System Control Block: ICSR bit 28 (PENDSVSET) makes PendSV pending.
+SCB_BASE = 0xE000E000
+ICSR = 0xE000ED04
+PENDSVSET = 1 << 28
 MAX_INSNS = 400_000
 
 # Memory regions (base, size) per profile.
 REGIONS = {
     "a": [(0x00000000, 0x80000), (DEV_BASE, 0x1000)],
     "m": [(0x00000000, 0x40000), (0x20000000, 0x10000), (DEV_BASE, 0x1000),
-          (0xFFFFF000, 0x1000)],
+          (SCB_BASE, 0x1000), (0xFFFFF000, 0x1000)],
 }
 
 # ARMv7-M exception priorities used by this machine (lower value wins).
-M_PRIORITY = {11: 0xC0, 15: 0x80}
+M_PRIORITY = {11: 0xC0, 14: 0xE0, 15: 0x80}
 M_EXTERNAL_PRIORITY = 0x40
 
 LOW_REGS = [UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2, UC_ARM_REG_R3,
@@ -121,21 +126,85 @@ class FlowWriter:
         self.lines.append(text)
 
 
+class TaskLog:
+    """Which task of the corpus RTOS runs each instruction.
+
+    The kernel's `rtos_current` points to the running task's control block
+    (`id` at offset 4, `entry` at offset 8); it is read after every return
+    from an exception to a task (the only place a task starts or resumes).
+    Before the scheduler starts (`rtos_current` null) the initial context,
+    task 0, runs.
+    """
+
+    def __init__(self, elf, current_addr):
+        self.current_addr = current_addr
+        self.functions = []
+        symtab = elf.get_section_by_name(".symtab")
+        for sym in symtab.iter_symbols() if symtab else []:
+            if sym["st_info"]["type"] == "STT_FUNC" and sym["st_size"] > 0:
+                start = sym["st_value"] & ~1
+                self.functions.append((start, start + sym["st_size"], sym.name))
+        self.functions.sort()
+        self.names = {}
+        self.running = 0
+        self.switches = [(0, 0)]
+
+    def name_of(self, addr):
+        for start, end, name in self.functions:
+            if start <= addr < end:
+                return name
+        raise FlowError("no function holds task entry %#x" % addr)
+
+    def resumed(self, machine, index):
+        """A return to a task: note the task that runs from instruction `index`."""
+        tcb = machine.r32(self.current_addr)
+        if tcb == 0:
+            task = 0
+        else:
+            task = machine.r32(tcb + 4)
+            entry = machine.r32(tcb + 8) & ~1
+            if task not in self.names:
+                self.names[task] = (entry, self.name_of(entry))
+            elif self.names[task][0] != entry:
+                raise FlowError("task %d changed its entry" % task)
+        if task != self.running:
+            self.running = task
+            if self.switches[-1][0] == index:
+                self.switches.pop()
+            self.switches.append((index, task))
+
+    def text(self, header):
+        lines = ["# trace-tasks 1"] + ["# %s: %s" % kv for kv in header]
+        for task in sorted(self.names):
+            entry, name = self.names[task]
+            lines.append("T %d %x %s" % (task, entry, name))
+        for index, task in self.switches:
+            lines.append("S %d %d" % (index, task))
+        return "\n".join(lines) + "\n"
+
+
 class Machine:
     """One emulated run of a corpus program."""
 
-    def __init__(self, elf_path, profile):
+    def __init__(self, elf_path, profile, tasks=False):
         self.profile = profile
         self.uc = Uc(UC_ARCH_ARM, UC_MODE_ARM)
         self.uc.ctl_set_cpu_model(UC_CPU_ARM_CORTEX_A15)
         for base, size in REGIONS[profile]:
             self.uc.mem_map(base, size)
+        self.tasks = None
         with open(elf_path, "rb") as f:
             elf = ELFFile(f)
             self.elf_entry = elf.header["e_entry"]
             for seg in elf.iter_segments():
                 if seg["p_type"] == "PT_LOAD" and seg["p_filesz"] > 0:
                     self.uc.mem_write(seg["p_paddr"], seg.data())
+            if tasks:
+                symtab = elf.get_section_by_name(".symtab")
+                found = symtab.get_symbol_by_name("rtos_current") if symtab else None
+                if not found:
+                    raise FlowError("--tasks: the program has no `rtos_current`")
+                self.tasks = TaskLog(elf, found[0]["st_value"])
         self.out = FlowWriter()
         self.stop_reason = None
         self.stop_addr = None
@@ -150,6 +219,9 @@ class Machine:
         self.uc.hook_add(UC_HOOK_INTR, self._on_intr)
         self.uc.hook_add(UC_HOOK_MEM_WRITE, self._on_dev_write, begin=DEV_BASE,
                          end=DEV_BASE + 0xFFF)
+        if profile == "m":
+            self.uc.hook_add(UC_HOOK_MEM_WRITE, self._on_icsr_write, begin=ICSR,
+                             end=ICSR + 3)
 
     # ---- helpers -------------------------------------------------------
     def r32(self, addr):
@@ -198,6 +270,20 @@ class Machine:
             self.timer_period = value
             self.timer_next = self.out.count + value
 
+    def _on_icsr_write(self, uc, access, addr, size, value, data):
+        if addr == ICSR and size == 4 and value & PENDSVSET:
+            self.pending.add(14)
+
+    def _returned(self, ret, to_task):
+        """Record an exception return to `ret`; `to_task`: to thread code."""
+        self.out.record("R %x" % ret)
+        if to_task and self.tasks is not None:
+            self.tasks.resumed(self, self.out.count)
+
+    def _a_to_task(self):
+        """A-profile: the mode after an exception return is User or System."""
+        return self.cpsr() & 0x1F in (0x10, 0x1F)
+
     def _on_intr(self, uc, intno, data):
         if self.stop_reason is not None:
             return
@@ -240,7 +326,7 @@ class Machine:
         if self.it_queue:
             self._skip_it_until(addr)
         if self.exc_return_pending:
-            self.out.record("R %x" % addr)
+            self._returned(addr, self._a_to_task())
             self.exc_return_pending = False
         if not self.it_queue and self._takeable() is not None:
             self._stop("irq", addr)
@@ -348,7 +434,7 @@ class Machine:
         self.uc.reg_write(UC_ARM_REG_CPSR, (cpsr & ~0xF8000000) | (frame[7] & 0xF8000000))
         self.active.pop()
         ret = frame[6] & ~1
-        self.out.record("R %x" % ret)
+        self._returned(ret, not self.active)
         return ret | 1
 
     # ---- main loop -----------------------------------------------------
@@ -381,7 +467,7 @@ class Machine:
                 raise FlowError("stopped at %#x, expected %#x" % (here, self.stop_addr))
             if reason == "halt":
                 if self.exc_return_pending:
-                    self.out.record("R %x" % here)
+                    self._returned(here, self._a_to_task())
                 self.out.record("H")
                 break
             if reason == "excret":
@@ -398,7 +484,7 @@ class Machine:
                 continue
             # reason == "irq"
             if self.exc_return_pending:
-                self.out.record("R %x" % here)
+                self._returned(here, self._a_to_task())
                 self.exc_return_pending = False
             kind = self._takeable()
             self.pending.discard(kind)
@@ -412,10 +498,12 @@ def main():
     ap.add_argument("--profile", choices=("a", "m"), required=True)
     ap.add_argument("--program")
     ap.add_argument("--flavour")
+    ap.add_argument("--tasks", metavar="OUT.tasks",
+                    help="also record which task of the corpus RTOS runs each instruction")
     ap.add_argument("-o", "--output", required=True)
     args = ap.parse_args()
     try:
-        machine = Machine(args.elf, args.profile)
+        machine = Machine(args.elf, args.profile, tasks=args.tasks is not None)
         entry = machine.run()
     except (FlowError, ELFError, OSError, UcError) as e:
         print("truth.py: %s: %s" % (args.elf, e), file=sys.stderr)
@@ -429,11 +517,22 @@ def main():
     header += ["# elf: %s" % name, "# entry: %x" % entry,
                "# instructions: %d" % machine.out.count]
     text = "\n".join(header + machine.out.lines) + "\n"
-    tmp = args.output + ".tmp"
+    write_atomic(args.output, text)
+    if args.tasks is not None:
+        kv = [("program", program)]
+        if args.flavour:
+            kv.append(("flavour", args.flavour))
+        kv += [("elf", name), ("tasks", len(machine.tasks.names) + 1),
+               ("switches", len(machine.tasks.switches) - 1)]
+        write_atomic(args.tasks, machine.tasks.text(kv))
+    return 0
+
+
+def write_atomic(path, text):
+    tmp = path + ".tmp"
     with open(tmp, "w", newline="\n") as f:
         f.write(text)
-    os.replace(tmp, args.output)
-    return 0
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

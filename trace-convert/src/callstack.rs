@@ -31,7 +31,12 @@
 //!   the thread (what ran in between is unknown), and the next range
 //!   opens a fresh outermost frame;
 //! - **context change**: a new context ID switches to that process's own
-//!   stack; the other stays as it was.
+//!   stack; the other stays as it was;
+//! - **task switch**: the task stage ([`crate::tasks`]) switches trace ID
+//!   to the stack of another RTOS task ([`CallStacks::resume`],
+//!   [`CallStacks::start`]); the task left keeps its stack, and the one
+//!   resumed closes the frames above the one it was suspended in when it
+//!   arrives.
 //!
 //! **Inlined functions** ([`FrameKind::Inline`]) are frames above the real
 //! function whose code runs inside them, as DWARF tells
@@ -63,7 +68,8 @@ use trace_core::event::{Event, EventKind, InsnClass, Range};
 
 /// Who executed the code: a core (trace ID) and, when context IDs are
 /// traced, a process (context ID); in a per-thread perf.data recording,
-/// also the Linux thread whose trace it is.
+/// also the Linux thread whose trace it is; on a core running an RTOS,
+/// the task the task stage found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct ThreadKey {
     /// Trace ID of the source (one per core).
@@ -73,6 +79,9 @@ pub struct ThreadKey {
     /// The Linux thread ID, when the input says whose trace it is (see
     /// [`CallStacks::set_task`]).
     pub task: Option<u32>,
+    /// The RTOS task, by its number in the run (see [`crate::tasks`]);
+    /// `None` for what ran on the core before its first task switch.
+    pub rtos: Option<u32>,
 }
 
 impl ThreadKey {
@@ -83,6 +92,7 @@ impl ThreadKey {
             id,
             context: None,
             task: None,
+            rtos: None,
         }
     }
 }
@@ -113,10 +123,14 @@ pub enum FrameKind {
     /// inlined into; it has no return address, and its entry is the lowest
     /// address of that inlined copy.
     Inline,
+    /// The first frame of an RTOS task that started at a function's entry
+    /// (see [`crate::tasks`]): the RTOS entered it.
+    Task,
 }
 
 impl FrameKind {
-    /// `root`, `call`, `tail_call`, `handler`, `inferred`, `inline`.
+    /// `root`, `call`, `tail_call`, `handler`, `inferred`, `inline`,
+    /// `task`.
     #[must_use]
     pub const fn name(self) -> &'static str {
         match self {
@@ -126,6 +140,7 @@ impl FrameKind {
             FrameKind::Handler => "handler",
             FrameKind::Inferred => "inferred",
             FrameKind::Inline => "inline",
+            FrameKind::Task => "task",
         }
     }
 }
@@ -228,6 +243,41 @@ impl Names {
     }
 }
 
+/// The transfer a range's last instruction makes, as far as the stacks go
+/// (see [`CallStacks::last_transfer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransferKind {
+    /// None: the flow goes on after it (or nothing is known).
+    None,
+    /// A branch with link that executed.
+    Call,
+    /// A subroutine return that executed.
+    Return,
+    /// Any other branch that executed (exception returns included).
+    Branch,
+}
+
+/// How the flow of a trace ID left its latest range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LastTransfer {
+    /// What its last instruction does.
+    pub kind: TransferKind,
+    /// Where the range ended (the address after its last instruction).
+    pub end: u32,
+    /// The size of that instruction.
+    pub last_size: u8,
+    /// Its instruction set.
+    pub isa: trace_core::event::Isa,
+}
+
+impl LastTransfer {
+    /// The address of the range's last instruction.
+    #[must_use]
+    pub fn last(&self) -> u32 {
+        self.end.wrapping_sub(u32::from(self.last_size))
+    }
+}
+
 /// Counters of the reconstruction.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StackStats {
@@ -273,6 +323,9 @@ enum Pending {
     Handler {
         ret: Option<u32>,
     },
+    /// A task resumed (see [`CallStacks::resume`]): its frames from this
+    /// index on close when it arrives.
+    Resume(usize),
 }
 
 #[derive(Debug, Default)]
@@ -281,6 +334,15 @@ struct Thread {
     overflow: u64,
     pending: Pending,
     prev_end: Option<u32>,
+    /// Size and instruction set of the last instruction of the latest
+    /// range (ending at `prev_end`).
+    last_size: u8,
+    last_isa: trace_core::event::Isa,
+    /// Instructions run by the thread.
+    instructions: u64,
+    /// The next frame opened on an empty stack is a task's first
+    /// ([`FrameKind::Task`]).
+    starting: bool,
     /// A filter of the frames' return addresses ([`ret_bit`] of each):
     /// an address whose bit is clear is no frame's return address.
     rets: u64,
@@ -362,6 +424,9 @@ impl Thread {
     fn ran(&mut self, r: &Range) {
         self.pending = pending_after(r);
         self.prev_end = Some(r.end);
+        self.last_size = r.last_size;
+        self.last_isa = r.isa;
+        self.instructions += u64::from(r.count);
     }
 
     /// Whether some frame returns to `target` (the filter said maybe).
@@ -395,6 +460,8 @@ pub struct CallStacks {
     slots: FastMap<ThreadKey, usize>,
     /// Per trace ID: its current context ID.
     context: Vec<Option<u32>>,
+    /// Per trace ID: its current RTOS task.
+    rtos: Vec<Option<u32>>,
     /// The Linux thread the events now fed belong to.
     task: Option<u32>,
     /// Per trace ID: the index of its current thread, or `usize::MAX`.
@@ -432,6 +499,7 @@ impl CallStacks {
             keys: Vec::new(),
             slots: FastMap::default(),
             context: vec![None; 256],
+            rtos: vec![None; 256],
             task: None,
             current_slot: Box::new([usize::MAX; 256]),
             shared: Shared {
@@ -479,6 +547,7 @@ impl CallStacks {
 
     /// The stack of `thread`, outermost first.
     #[must_use]
+    #[inline]
     pub fn stack(&self, thread: ThreadKey) -> &[Frame] {
         let cur = self.current_slot[usize::from(thread.id)];
         let i = if self.keys.get(cur) == Some(&thread) {
@@ -491,11 +560,13 @@ impl CallStacks {
 
     /// The thread events of trace ID `id` currently belong to.
     #[must_use]
+    #[inline]
     pub fn current(&self, id: u8) -> ThreadKey {
         ThreadKey {
             id,
             context: self.context[usize::from(id)],
             task: self.task,
+            rtos: self.rtos[usize::from(id)],
         }
     }
 
@@ -506,6 +577,111 @@ impl CallStacks {
         if task != self.task {
             self.task = task;
             self.current_slot.fill(usize::MAX);
+        }
+    }
+
+    /// How the flow of trace ID `id` left its latest range: the transfer
+    /// its last instruction makes, where the range ended, and the size and
+    /// instruction set of that instruction (for the task stage, which
+    /// looks at it again); `None` before the first range or after a gap.
+    #[must_use]
+    pub fn last_transfer(&self, id: u8) -> Option<LastTransfer> {
+        let t = self.threads.get(self.slot_if_known(id)?)?;
+        let end = t.prev_end?;
+        Some(LastTransfer {
+            kind: match t.pending {
+                Pending::Call { .. } => TransferKind::Call,
+                Pending::Return => TransferKind::Return,
+                Pending::Branch => TransferKind::Branch,
+                Pending::None | Pending::Handler { .. } | Pending::Resume(_) => TransferKind::None,
+            },
+            end,
+            last_size: t.last_size,
+            isa: t.last_isa,
+        })
+    }
+
+    /// Whether the latest range of trace ID `id` ended in a branch that is
+    /// neither a call nor a subroutine return (see
+    /// [`CallStacks::last_transfer`]) while its thread holds an exception
+    /// frame: the only branch that can be an exception return.
+    #[inline]
+    #[must_use]
+    pub fn branched_in_handler(&self, id: u8) -> bool {
+        let slot = match self.current_slot[usize::from(id)] {
+            usize::MAX => self.slot_if_known(id),
+            i => Some(i),
+        };
+        slot.and_then(|i| self.threads.get(i)).is_some_and(|t| {
+            t.pending == Pending::Branch && t.frames.iter().any(|f| f.kind == FrameKind::Handler)
+        })
+    }
+
+    /// The slot of trace ID `id`'s current thread, when it has one.
+    fn slot_if_known(&self, id: u8) -> Option<usize> {
+        match self.current_slot[usize::from(id)] {
+            usize::MAX => self.slots.get(&self.current(id)).copied(),
+            i => Some(i),
+        }
+    }
+
+    /// The threads of trace ID `id` in its current context ID (the RTOS
+    /// tasks of that core and what ran before them), with their stacks.
+    pub fn contexts(&self, id: u8) -> impl Iterator<Item = (ThreadKey, &[Frame])> {
+        let context = self.context[usize::from(id)];
+        let task = self.task;
+        self.keys
+            .iter()
+            .zip(&self.threads)
+            .filter(move |(k, _)| k.id == id && k.context == context && k.task == task)
+            .map(|(k, t)| (*k, t.frames.as_slice()))
+    }
+
+    /// Instructions each thread ran so far, by thread.
+    #[must_use]
+    pub fn instructions(&self) -> Vec<(ThreadKey, u64)> {
+        let mut v: Vec<(ThreadKey, u64)> = self
+            .keys
+            .iter()
+            .zip(&self.threads)
+            .map(|(k, t)| (*k, t.instructions))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Make RTOS task `rtos` the one trace ID `id` runs from now on (its
+    /// stack as it was left), without changing any frame.
+    pub fn switch(&mut self, id: u8, rtos: Option<u32>) {
+        let i = usize::from(id);
+        if self.rtos[i] != rtos {
+            self.rtos[i] = rtos;
+            self.current_slot[i] = usize::MAX;
+        }
+    }
+
+    /// Resume `key` on its trace ID: it becomes current, and where the
+    /// flow arrives next its frames from `index` on close (the frame it
+    /// was suspended in, and those above it), as a return to that frame
+    /// would close them.
+    pub fn resume(&mut self, key: ThreadKey, index: usize) {
+        self.switch(key.id, key.rtos);
+        let slot = self.slot_of(self.current(key.id));
+        if let Some(t) = self.threads.get_mut(slot) {
+            t.pending = Pending::Resume(index);
+            t.prev_end = None;
+            t.quick = Quick::default();
+        }
+    }
+
+    /// Start `key` on its trace ID afresh: it becomes current, and its
+    /// stack begins where the flow arrives next (frames it still has
+    /// close there), with a [`FrameKind::Task`] frame when `entry` (the
+    /// task starts at a function's entry).
+    pub fn start(&mut self, key: ThreadKey, entry: bool) {
+        self.resume(key, 0);
+        if let Some(t) = self.threads.get_mut(self.current_slot[usize::from(key.id)]) {
+            t.starting = entry;
         }
     }
 
@@ -684,7 +860,10 @@ impl Shared {
             EventKind::Range(r) => self.range(t, r, time, symbols),
             EventKind::Exception { ret, .. } => self.exception(t, *ret, time, symbols),
             EventKind::ExceptionReturn => {
-                if let Some(i) = t.frames.iter().rposition(|f| f.kind == FrameKind::Handler) {
+                if let Pending::Resume(i) = t.pending {
+                    self.pop_to(t, i);
+                } else if let Some(i) = t.frames.iter().rposition(|f| f.kind == FrameKind::Handler)
+                {
                     self.pop_to(t, i);
                     self.stats.returns += 1;
                 }
@@ -835,8 +1014,16 @@ impl Shared {
     #[inline]
     fn arrive(&mut self, t: &mut Thread, target: u32, time: u64, symbols: &Symbolizer) {
         let pending = std::mem::take(&mut t.pending);
+        if let Pending::Resume(i) = pending {
+            self.pop_to(t, i);
+        }
         if t.frames.is_empty() && t.overflow == 0 {
-            let f = self.code_frame(FrameKind::Root, target, None, time, symbols);
+            let kind = if std::mem::take(&mut t.starting) {
+                FrameKind::Task
+            } else {
+                FrameKind::Root
+            };
+            let f = self.code_frame(kind, target, None, time, symbols);
             self.push(t, f);
             return;
         }
@@ -882,6 +1069,7 @@ impl Shared {
                     self.stats.returns += 1;
                 }
             }
+            Pending::Resume(_) => {}
         }
     }
 

@@ -23,6 +23,7 @@
 //! ```
 
 mod parts;
+mod tasks;
 mod windowed;
 
 use crate::callstack::{CallStacks, StackStats};
@@ -344,6 +345,9 @@ pub struct ConvertReport {
     /// ([`Sink::notes`](crate::sinks::Sink::notes)), each
     /// line after the sink's name.
     pub notes: Vec<String>,
+    /// The RTOS tasks found, and the instructions of every context (see
+    /// [`crate::tasks`]).
+    pub tasks: crate::tasks::TaskReport,
 }
 
 /// Feeds events to sinks with their shared context.
@@ -385,6 +389,14 @@ pub struct Converter<'a> {
     /// ([`ignore_cycles`](Self::ignore_cycles)); and whether any is.
     no_cycles: Box<[bool; 256]>,
     any_no_cycles: bool,
+    /// The task stage (see [`crate::tasks`]).
+    tracker: crate::tasks::Tracker,
+    /// The latest task switch, until an event of the task it made run is
+    /// handed on.
+    switch_note: Option<crate::tasks::Switch>,
+    /// The task stage watches some source's events (see
+    /// [`crate::tasks::Tracker::watching`]).
+    watching: bool,
 }
 
 /// What a [`Converter`] keeps of one trace ID: its counters (those without
@@ -471,6 +483,9 @@ impl<'a> Converter<'a> {
             decode: DecodeOptions::default(),
             no_cycles: Box::new([false; 256]),
             any_no_cycles: false,
+            tracker: crate::tasks::Tracker::new(&crate::tasks::TaskOptions::default(), symbols),
+            switch_note: None,
+            watching: false,
         };
         // On a timestamp axis resolved by cycles, a core's events before
         // its first timestamp have no place: a window of everything
@@ -697,6 +712,13 @@ impl<'a> Converter<'a> {
             self.ids[usize::from(e.id)].event(e);
             return self.batch_if(batch, e);
         }
+        if self.watching && self.tracker.watching(e.id) {
+            // The task stage holds this source's events back, or waits to
+            // see where an exception return goes.
+            self.ids[usize::from(e.id)].event(e);
+            self.watched(e, memory.of(e.id))?;
+            return self.batch_if(batch, e);
+        }
         if let EventKind::Range(r) = &e.kind {
             // The common case, a range that changes no frame; its thread
             // exists, so the run has begun.
@@ -890,6 +912,15 @@ impl<'a> Converter<'a> {
             self.begin()?;
         }
         self.ids[usize::from(e.id)].event(e);
+        if self.tracker.looks_at(e, &self.stacks) {
+            return self.task_step(e, memory);
+        }
+        self.apply(e, memory)
+    }
+
+    /// Apply `e` to the call stacks and hand it on.
+    #[inline]
+    pub(super) fn apply(&mut self, e: &Event, memory: Option<&dyn MemoryImage>) -> io::Result<()> {
         if matches!(e.kind, EventKind::EndOfTrace) {
             return self.end_of(e, memory);
         }
@@ -955,6 +986,9 @@ impl<'a> Converter<'a> {
         memory: Option<&dyn MemoryImage>,
         changed: bool,
     ) -> io::Result<()> {
+        let switch = self.switch_note.take_if(|s| s.to == thread);
+        // A task switch is handed to every sink of stack changes.
+        let changed = changed || switch.is_some();
         let ctx = EventCtx {
             thread,
             time: span.start,
@@ -967,6 +1001,8 @@ impl<'a> Converter<'a> {
             symbols: self.symbols,
             memory,
             clock: self.clocks.info(),
+            tasks: self.tracker.tasks(),
+            switch: switch.as_ref(),
         };
         let mut stop = false;
         for (i, (s, interest)) in self.sinks.iter_mut().zip(&self.interests).enumerate() {
@@ -1009,6 +1045,7 @@ impl<'a> Converter<'a> {
     /// A sink's output error.
     pub fn finish(mut self) -> io::Result<ConvertReport> {
         self.begin()?;
+        go_on(self.release_held(None))?;
         go_on(self.flush())?;
         for t in self.stacks.all_open_threads() {
             let e = Event {
@@ -1026,6 +1063,7 @@ impl<'a> Converter<'a> {
             let changed = self.stacks.changed();
             go_on(self.dispatch(&e, t, span, None, changed))?;
         }
+        self.info.rtos = self.tracker.tasks().to_vec();
         for s in &mut self.sinks {
             s.finish(&self.info).map_err(|e| annotate(s.name(), e))?;
             let name = s.name();
@@ -1034,6 +1072,7 @@ impl<'a> Converter<'a> {
                 .extend(s.notes().into_iter().map(|n| format!("{name}: {n}")));
         }
         self.report.stacks = self.stacks.stats();
+        self.report.tasks = self.tracker.report(self.stacks.instructions());
         self.report.window = self.window.as_ref().map(crate::window::Window::counts);
         self.report.ids = (0u8..=255)
             .zip(self.ids.iter_mut().map(|l| std::mem::take(&mut l.report)))
@@ -1308,6 +1347,12 @@ pub fn convert_loaded(
                 progress: &mut *progress,
             },
         );
+        // The task stage decides what it still holds of this capture.
+        let summary = summary.and_then(|s| {
+            go_on(conv.release_held(by_id))
+                .map(|()| s)
+                .map_err(ReadError::Output)
+        });
         match summary {
             Ok(summary) => {
                 progress.done();
@@ -1370,6 +1415,7 @@ fn convert_saved(
     if !conv.stopped() {
         go_on(conv.events(&held, memory)).map_err(ConvertError::Output)?;
     }
+    go_on(conv.release_held(memory)).map_err(ConvertError::Output)?;
     conv.finish().map_err(ConvertError::Output)
 }
 

@@ -13,6 +13,7 @@ pub mod profile;
 pub mod progress;
 pub mod sinks;
 pub mod symbols;
+pub mod tasks;
 #[cfg(test)]
 mod test_events;
 pub mod window;

@@ -79,6 +79,7 @@ pub mod listing;
 pub mod perfetto;
 pub mod registry;
 pub mod report;
+pub mod tasks;
 
 mod context;
 mod dyn_sink;
@@ -86,7 +87,7 @@ mod output;
 mod sink;
 
 pub use crate::callstack::ThreadKey;
-pub use context::{is_instant, EventCtx, Interest, RunInfo, SourceName};
+pub use context::{is_instant, task_of, EventCtx, Interest, RunInfo, SourceName};
 pub use dyn_sink::DynSink;
 pub use output::{Output, SharedBuffer};
 pub use sink::{Flow, NoParts, Sink, WorkerPart, WorkerParts};

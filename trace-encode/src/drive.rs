@@ -6,7 +6,7 @@ use crate::options::{EncodeStats, SyncPeriod, TraceOptions};
 use crate::EncodeError;
 use isa_decode::{Insn, Kind};
 use std::collections::HashMap;
-use trace_core::memory::{MemoryImage, Space};
+use trace_core::memory::{CodeKind, MemoryImage, Space};
 
 /// Decodes (and remembers) the instructions of the flow.
 pub(crate) struct Classifier<'m> {
@@ -231,10 +231,25 @@ impl<'o> Driver<'o> {
                     b.exception(index, kind, vector, ret, handler_isa)?;
                 }
                 FlowItem::ExceptionReturn { ret } if started => {
+                    // An exception taken before the first instruction at
+                    // `ret` hides its instruction set (an RTOS resuming a
+                    // Thumb task from an A32 handler, interrupted at
+                    // once): the image's mapping symbols tell it, or the
+                    // instruction that runs there later.
+                    let known = || match cls.mem.code_kind(ret) {
+                        Some(CodeKind::Arm) => Some(Isa::A32),
+                        Some(CodeKind::Thumb) => Some(Isa::T32),
+                        _ => items.get(i + 1..).and_then(|rest| {
+                            rest.iter().find_map(|it| match it {
+                                FlowItem::Insn { addr, isa, .. } if *addr == ret => Some(*isa),
+                                _ => None,
+                            })
+                        }),
+                    };
                     let ret_isa = match (next, items.get(i.wrapping_sub(1))) {
                         (Some(FlowItem::Insn { addr, isa, .. }), _) if *addr == ret => *isa,
-                        (_, Some(FlowItem::Insn { isa, .. })) => *isa,
-                        _ => Isa::A32,
+                        (_, Some(FlowItem::Insn { isa, .. })) => known().unwrap_or(*isa),
+                        _ => known().unwrap_or(Isa::A32),
                     };
                     b.stats().exception_returns += 1;
                     b.exception_return(index, ret, ret_isa)?;

@@ -3,8 +3,9 @@
 //!
 //! `gen-corpus` builds every program with `arm-none-eabi-gcc` into
 //! `corpus/fixtures/<program>-<flavour>.elf`, runs `corpus/tools/truth.py`
-//! (unicorn) to record the executed flow and `corpus/tools/coverage.py` to
-//! derive the expected coverage, and writes `corpus/fixtures/manifest.json`.
+//! (unicorn) to record the executed flow (and, for the RTOS program, which
+//! task runs each instruction) and `corpus/tools/coverage.py` to derive
+//! the expected coverage, and writes `corpus/fixtures/manifest.json`.
 //! `check-corpus` reruns the two tools on the committed ELFs and compares
 //! their output with the committed files; with `--qemu` it also compares
 //! the executed addresses with QEMU's execution log.
@@ -57,6 +58,14 @@ impl Flavour {
         }
     }
 
+    /// The corpus RTOS's port: vectors, reset and the task switch.
+    fn rtos_port(self) -> &'static str {
+        match self {
+            Flavour::A32 | Flavour::T32 => "src/rtos_port_a.S",
+            Flavour::M => "src/rtos_port_m.S",
+        }
+    }
+
     fn linker_script(self) -> &'static str {
         match self {
             Flavour::A32 | Flavour::T32 => "src/link_a.ld",
@@ -70,6 +79,20 @@ struct Program {
     name: &'static str,
     opt: &'static str,
     flavours: &'static [Flavour],
+    /// Built on the corpus RTOS: its port replaces the startup code, and
+    /// the emulator records which task runs each instruction
+    /// (`<program>-<flavour>.tasks`).
+    rtos: bool,
+}
+
+impl Program {
+    fn startup(&self, flavour: Flavour) -> &'static str {
+        if self.rtos {
+            flavour.rtos_port()
+        } else {
+            flavour.startup()
+        }
+    }
 }
 
 const ALL: &[Flavour] = &[Flavour::A32, Flavour::T32, Flavour::M];
@@ -79,26 +102,37 @@ const PROGRAMS: &[Program] = &[
         name: "example",
         opt: "-O2",
         flavours: ALL,
+        rtos: false,
     },
     Program {
         name: "controlflow",
         opt: "-O2",
         flavours: ALL,
+        rtos: false,
     },
     Program {
         name: "exceptions",
         opt: "-O2",
         flavours: ALL,
+        rtos: false,
     },
     Program {
         name: "interwork",
         opt: "-O2",
         flavours: &[Flavour::A32, Flavour::T32],
+        rtos: false,
     },
     Program {
         name: "longrun",
         opt: "-O1",
         flavours: ALL,
+        rtos: false,
+    },
+    Program {
+        name: "rtos",
+        opt: "-O2",
+        flavours: ALL,
+        rtos: true,
     },
 ];
 
@@ -155,41 +189,45 @@ fn check_gcc() -> Result<(), String> {
     }
 }
 
-/// Runs the two Python tools for one fixture, writing `flow` and `cov`.
+/// What the Python tools write for one fixture: its flow, its coverage
+/// and, for an RTOS program, its task record.
+struct Truth<'a> {
+    flow: &'a Path,
+    cov: &'a Path,
+    tasks: Option<&'a Path>,
+}
+
+/// Runs the two Python tools for one fixture, writing `out`.
 fn run_tools(
     corpus: &Path,
     elf: &Path,
     profile: &str,
     program: &str,
     flavour: &str,
-    flow: &Path,
-    cov: &Path,
+    out: &Truth<'_>,
 ) -> Result<(), String> {
-    run(
-        Command::new(python())
-            .arg(corpus.join("tools/truth.py"))
-            .arg(elf)
-            .args([
-                "--profile",
-                profile,
-                "--program",
-                program,
-                "--flavour",
-                flavour,
-            ])
-            .arg("-o")
-            .arg(flow),
-        "truth.py",
-    )?;
-    run(
-        Command::new(python())
-            .arg(corpus.join("tools/coverage.py"))
-            .arg(elf)
-            .arg(flow)
-            .arg("-o")
-            .arg(cov),
-        "coverage.py",
-    )
+    let mut truth = Command::new(python());
+    truth.arg(corpus.join("tools/truth.py")).arg(elf).args([
+        "--profile",
+        profile,
+        "--program",
+        program,
+        "--flavour",
+        flavour,
+    ]);
+    if let Some(tasks) = out.tasks {
+        truth.arg("--tasks").arg(tasks);
+    }
+    run(truth.arg("-o").arg(out.flow), "truth.py")?;
+    let mut coverage = Command::new(python());
+    coverage
+        .arg(corpus.join("tools/coverage.py"))
+        .arg(elf)
+        .arg(out.flow);
+    if let Some(tasks) = out.tasks {
+        coverage.arg("--tasks").arg(tasks);
+    }
+    run(coverage.arg("-o").arg(out.cov), "coverage.py")
 }
 
 /// Reads `key: value` header lines of a flow file.
@@ -242,7 +280,7 @@ pub fn generate() -> Result<(), String> {
                 .args(flavour.cflags())
                 .args(["-T", flavour.linker_script(), "-o"])
                 .arg(&tmp_elf)
-                .arg(flavour.startup())
+                .arg(program.startup(flavour))
                 .arg(format!("src/{}.c", program.name))
                 .arg("-lgcc");
             run(&mut gcc, &format!("{GCC} for {name}"))?;
@@ -251,14 +289,18 @@ pub fn generate() -> Result<(), String> {
                 .map_err(|e| format!("cannot write {}: {e}", elf.display()))?;
             let flow = fixtures.join(format!("{name}.flow"));
             let cov = fixtures.join(format!("{name}.cov.json"));
+            let tasks = program.rtos.then(|| fixtures.join(format!("{name}.tasks")));
             run_tools(
                 &corpus,
                 &elf,
                 flavour.profile(),
                 program.name,
                 flavour.tag(),
-                &flow,
-                &cov,
+                &Truth {
+                    flow: &flow,
+                    cov: &cov,
+                    tasks: tasks.as_deref(),
+                },
             )?;
             let entry = u64::from_str_radix(&flow_header(&flow, "entry")?, 16)
                 .map_err(|e| format!("{}: bad entry: {e}", flow.display()))?;
@@ -266,7 +308,7 @@ pub fn generate() -> Result<(), String> {
                 .parse()
                 .map_err(|e| format!("{}: bad instruction count: {e}", flow.display()))?;
             eprintln!("gen-corpus: {name}: {instructions} instructions");
-            manifest.push(json!({
+            let mut entry = json!({
                 "name": name,
                 "program": program.name,
                 "flavour": flavour.tag(),
@@ -276,7 +318,11 @@ pub fn generate() -> Result<(), String> {
                 "elf": elf_name,
                 "flow": format!("{name}.flow"),
                 "cov": format!("{name}.cov.json"),
-            }));
+            });
+            if program.rtos {
+                entry["tasks"] = json!(format!("{name}.tasks"));
+            }
+            manifest.push(entry);
         }
     }
     let text = serde_json::to_string_pretty(&Value::Array(manifest))
@@ -335,14 +381,24 @@ pub fn check(args: &[String]) -> Result<(), String> {
         let cov = fixtures.join(field(entry, "cov")?);
         let new_flow = scratch.join(format!("{name}.flow"));
         let new_cov = scratch.join(format!("{name}.cov.json"));
+        let tasks = match entry.get("tasks") {
+            Some(_) => Some(fixtures.join(field(entry, "tasks")?)),
+            None => None,
+        };
+        let new_tasks = tasks
+            .as_ref()
+            .map(|_| scratch.join(format!("{name}.tasks")));
         run_tools(
             &corpus,
             &elf,
             field(entry, "profile")?,
             field(entry, "program")?,
             field(entry, "flavour")?,
-            &new_flow,
-            &new_cov,
+            &Truth {
+                flow: &new_flow,
+                cov: &new_cov,
+                tasks: new_tasks.as_deref(),
+            },
         )?;
         let old_text = fs::read_to_string(&flow)
             .map_err(|e| format!("cannot read {}: {e}", flow.display()))?;
@@ -367,6 +423,23 @@ pub fn check(args: &[String]) -> Result<(), String> {
         }
         if !cov_ok {
             failures.push(format!("{name}.cov.json differs"));
+        }
+        if let (Some(old), Some(new)) = (&tasks, &new_tasks) {
+            let old_text = fs::read_to_string(old)
+                .map_err(|e| format!("cannot read {}: {e}", old.display()))?;
+            let new_text = fs::read_to_string(new)
+                .map_err(|e| format!("cannot read {}: {e}", new.display()))?;
+            let same = old_text == new_text;
+            println!(
+                "check-corpus: {name}: task record {}",
+                if same { "identical" } else { "DIFFERS" }
+            );
+            if !same {
+                failures.push(format!(
+                    "{name}.tasks: {}",
+                    first_difference(&old_text, &new_text)
+                ));
+            }
         }
     }
     println!(

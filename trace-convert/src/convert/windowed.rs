@@ -63,6 +63,8 @@ impl Converter<'_> {
                     symbols: self.symbols,
                     memory,
                     clock: self.clocks.info(),
+                    tasks: self.tracker.tasks(),
+                    switch: None,
                 };
                 let stop = hand(
                     &mut self.sinks,
@@ -135,6 +137,8 @@ impl Converter<'_> {
             symbols: self.symbols,
             memory: None,
             clock: self.clocks.info(),
+            tasks: self.tracker.tasks(),
+            switch: None,
         };
         let stop = hand(
             &mut self.sinks,

@@ -10,7 +10,10 @@
 //!   The threads of a per-thread perf.data recording are Linux's: `pid`
 //!   and `tid` as the recording gives them, named by their commands (a
 //!   thread traced on a second core gets a second track, `tid` above 2^32,
-//!   named `thread on core`).
+//!   named `thread on core`). The RTOS tasks of a core (see
+//!   [`crate::tasks`]) are threads of a process of their own named after
+//!   the core (`pid` from the same sequence as the context IDs'), `tid`
+//!   the task's number times 256 plus the trace ID, named after the task.
 //! - Every frame of the reconstructed call stack is a `B`/`E` pair named
 //!   by its function, category its [`FrameKind`], `args` its entry
 //!   address; the `E` repeats the `B`'s name, category and `args` (what
@@ -61,6 +64,10 @@ pub struct ChromeSink<W: Output> {
     /// The Linux processes and threads whose names are written.
     task_pids: FastSet<u64>,
     task_tids: FastSet<(u64, u64)>,
+    /// The RTOS tasks seen, by number, and the process of each core with
+    /// tasks.
+    rtos: FastMap<u32, crate::tasks::Task>,
+    core_pids: FastMap<u8, u64>,
     /// Instants held until their thread's stack changes.
     instants: Instants,
     /// Per thread, the `B` lines of slices begun at one time and not
@@ -87,6 +94,8 @@ impl<W: Output> ChromeSink<W> {
             tasks: FastMap::default(),
             task_pids: FastSet::default(),
             task_tids: FastSet::default(),
+            rtos: FastMap::default(),
+            core_pids: FastMap::default(),
             instants: Instants::default(),
             begun: FastMap::default(),
             json_names: Vec::new(),
@@ -172,7 +181,11 @@ impl<W: Output> ChromeSink<W> {
         if let Some(tid) = thread.task {
             return self.task_ids(thread, tid);
         }
-        let next = 2 + self.pids.values().filter(|&&p| p >= 2).count() as u64;
+        let next =
+            2 + (self.pids.values().filter(|&&p| p >= 2).count() + self.core_pids.len()) as u64;
+        if let Some(number) = thread.rtos {
+            return self.rtos_ids(thread, number, next);
+        }
         let new_pid = !self.pids.contains_key(&thread.context);
         let pid = *self
             .pids
@@ -197,6 +210,38 @@ impl<W: Output> ChromeSink<W> {
             self.out,
             r#"{{"ph":"M","pid":{pid},"tid":{tid},"name":"thread_name","args":{{"name":{}}}}}"#,
             json_str(&tname)
+        )?;
+        self.known.insert(thread, (pid, tid));
+        Ok((pid, tid))
+    }
+
+    /// The process and thread of RTOS task `number`'s track: its core's
+    /// process (`next` when new), named after the core, and a thread named
+    /// after the task.
+    fn rtos_ids(&mut self, thread: ThreadKey, number: u32, next: u64) -> io::Result<(u64, u64)> {
+        let pid = match self.core_pids.get(&thread.id) {
+            Some(p) => *p,
+            None => {
+                self.core_pids.insert(thread.id, next);
+                self.sep()?;
+                write!(
+                    self.out,
+                    r#"{{"ph":"M","pid":{next},"tid":0,"name":"process_name","args":{{"name":{}}}}}"#,
+                    json_str(&core_name(&self.names, thread.id))
+                )?;
+                next
+            }
+        };
+        let tid = (u64::from(number) << 8) | u64::from(thread.id);
+        let name = self
+            .rtos
+            .get(&number)
+            .map_or_else(|| format!("task {number}"), |t| t.name.clone());
+        self.sep()?;
+        write!(
+            self.out,
+            r#"{{"ph":"M","pid":{pid},"tid":{tid},"name":"thread_name","args":{{"name":{}}}}}"#,
+            json_str(&name)
         )?;
         self.known.insert(thread, (pid, tid));
         Ok((pid, tid))
@@ -435,6 +480,9 @@ impl<W: Output> Sink for ChromeSink<W> {
     }
 
     fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<Flow> {
+        if let Some(task) = ctx.task(ctx.thread) {
+            self.rtos.entry(task.number).or_insert_with(|| task.clone());
+        }
         let changed = !ctx.closed.is_empty() || !ctx.opened.is_empty();
         if !Interest::StackChanges.wants(event, changed) {
             return Ok(Flow::Continue);

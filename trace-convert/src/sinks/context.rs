@@ -4,8 +4,9 @@
 
 use crate::callstack::{Frame, Names, ThreadKey};
 use crate::clock::ClockInfo;
-use crate::input::source::Task;
+use crate::input::source::Task as LinuxTask;
 use crate::symbols::Symbolizer;
+use crate::tasks::{Switch, Task};
 use trace_core::event::{Event, EventKind};
 use trace_core::memory::MemoryImage;
 
@@ -35,6 +36,12 @@ pub struct EventCtx<'a> {
     pub memory: Option<&'a dyn MemoryImage>,
     /// The clock the times are on.
     pub clock: &'a ClockInfo,
+    /// The RTOS tasks found so far, by number ([`ThreadKey::rtos`]; see
+    /// [`crate::tasks`]).
+    pub tasks: &'a [Task],
+    /// The task switch that made `thread` run, on the first event handed
+    /// on after it.
+    pub switch: Option<&'a Switch>,
 }
 
 impl std::fmt::Debug for EventCtx<'_> {
@@ -56,6 +63,19 @@ impl EventCtx<'_> {
     pub fn name(&self, frame: &Frame) -> &str {
         self.names.get(frame.func)
     }
+
+    /// The RTOS task of `thread`, when it is one.
+    #[must_use]
+    pub fn task(&self, thread: ThreadKey) -> Option<&Task> {
+        task_of(self.tasks, thread)
+    }
+}
+
+/// The RTOS task of `thread` in `tasks` (by number), when it is one.
+#[must_use]
+pub fn task_of(tasks: &[Task], thread: ThreadKey) -> Option<&Task> {
+    let n = usize::try_from(thread.rtos?).ok()?;
+    tasks.get(n.checked_sub(1)?)
 }
 
 /// What every sink is told before the first event and at the end.
@@ -69,13 +89,16 @@ pub struct RunInfo {
     pub sources: Vec<SourceName>,
     /// The Linux threads of a per-thread perf.data recording, which
     /// [`ThreadKey::task`] names.
-    pub tasks: Vec<Task>,
+    pub tasks: Vec<LinuxTask>,
+    /// The RTOS tasks the run found, by number ([`ThreadKey::rtos`]):
+    /// empty before the first event, complete when the sinks finish.
+    pub rtos: Vec<Task>,
 }
 
 impl RunInfo {
     /// The Linux thread `tid`, when the run names it.
     #[must_use]
-    pub fn task(&self, tid: u32) -> Option<&Task> {
+    pub fn task(&self, tid: u32) -> Option<&LinuxTask> {
         self.tasks.iter().find(|t| t.tid == tid)
     }
 }

@@ -16,7 +16,10 @@
 //! ETMv3)`). The threads of a per-thread perf.data recording are named
 //! after their process instead (`app (pid 1234)`), on every stack: the
 //! threads of one process, on whichever cores they ran, add up to one
-//! set of stacks per process.
+//! set of stacks per process. The stacks of an RTOS task (see
+//! [`crate::tasks`]) always start with its name (`task_a;task_a;crc 120`;
+//! `cpu_0 Cortex-R5/task_a;...` when the run has several sources), those
+//! of the code that ran before the core's first task switch as above.
 //!
 //! An inferred caller (a return out of the outermost frame) is placed
 //! under everything that ran before it since the trace (re)started, as
@@ -109,6 +112,8 @@ pub struct FoldedStacks {
     task_names: FastMap<u32, String>,
     /// Some thread is a Linux thread: every stack starts with its process.
     by_process: bool,
+    /// The thread nodes of RTOS tasks, whose name starts every stack.
+    task_nodes: crate::fast_map::FastSet<u32>,
 }
 
 impl FoldedStacks {
@@ -131,6 +136,7 @@ impl FoldedStacks {
             source_names: FastMap::default(),
             task_names: FastMap::default(),
             by_process: false,
+            task_nodes: crate::fast_map::FastSet::default(),
         }
     }
 
@@ -240,14 +246,14 @@ impl FoldedStacks {
     }
 
     /// The root node and open frames of `thread`, made current.
-    fn take_path(&mut self, thread: ThreadKey) -> (u32, Vec<u32>) {
+    fn take_path(&mut self, thread: ThreadKey, ctx: &EventCtx<'_>) -> (u32, Vec<u32>) {
         match self.current.take() {
             Some((t, root, path)) if t == thread => (root, path),
             other => {
                 if let Some((t, _, path)) = other {
                     self.paths.insert(t, path);
                 }
-                let root = self.thread_node(thread);
+                let root = self.thread_node(thread, ctx);
                 (root, self.paths.remove(&thread).unwrap_or_default())
             }
         }
@@ -316,11 +322,41 @@ impl FoldedStacks {
         id
     }
 
-    fn thread_node(&mut self, thread: ThreadKey) -> u32 {
+    fn thread_node(&mut self, thread: ThreadKey, ctx: &EventCtx<'_>) -> u32 {
         if let Some(n) = self.threads.get(&thread) {
             return *n;
         }
         let core = core_name(&self.source_names, thread.id);
+        if let Some(task) = ctx.task(thread) {
+            let name = task.name.clone();
+            let n = match thread.task {
+                // Tasks inside a Linux thread: under its process.
+                Some(_) => {
+                    let outer = self.thread_node(
+                        ThreadKey {
+                            rtos: None,
+                            ..thread
+                        },
+                        ctx,
+                    );
+                    let l = self.label(name);
+                    self.node(outer, l, NONE)
+                }
+                None => {
+                    let text = if self.source_names.len() > 1 {
+                        format!("{core}/{name}")
+                    } else {
+                        name
+                    };
+                    let l = self.label(text);
+                    let n = self.node(NONE, l, NONE);
+                    self.task_nodes.insert(n);
+                    n
+                }
+            };
+            self.threads.insert(thread, n);
+            return n;
+        }
         let text = match (thread.task, thread.context) {
             (Some(tid), _) => {
                 self.by_process = true;
@@ -382,7 +418,7 @@ impl FoldedStacks {
     /// [`event`](Self::event) when frames changed or the thread has none.
     #[inline(never)]
     fn change(&mut self, event: &Event, ctx: &EventCtx<'_>) {
-        let (root, mut path) = self.take_path(ctx.thread);
+        let (root, mut path) = self.take_path(ctx.thread, ctx);
         let mut outermost_closed = None;
         for _ in ctx.closed {
             outermost_closed = path.pop().or(outermost_closed);
@@ -440,26 +476,38 @@ impl FoldedStacks {
     /// stack.
     #[must_use]
     pub fn lines(&self) -> BTreeMap<String, u64> {
-        let threads = self.threads.len();
+        let threads = self
+            .threads
+            .iter()
+            .filter(|(k, n)| k.rtos.is_none() && !self.task_nodes.contains(n))
+            .count();
         let mut out = BTreeMap::new();
         let mut parts: Vec<&str> = Vec::new();
-        for n in &self.nodes {
+        for (at, n) in (0u32..).zip(&self.nodes) {
             if n.weight == 0 {
                 continue;
             }
             parts.clear();
-            let mut cur = Some(n);
+            let mut cur = Some((at, n));
             let mut guard = 0usize;
-            while let Some(node) = cur {
+            while let Some((id, node)) = cur {
                 let is_thread = node.parent == NONE;
-                if !is_thread || threads > 1 || self.by_process || parts.is_empty() {
+                if !is_thread
+                    || threads > 1
+                    || self.by_process
+                    || parts.is_empty()
+                    || self.task_nodes.contains(&id)
+                {
                     parts.push(
                         self.labels
                             .get(node.label as usize)
                             .map_or("?", String::as_str),
                     );
                 }
-                cur = self.nodes.get(node.parent as usize);
+                cur = self
+                    .nodes
+                    .get(node.parent as usize)
+                    .map(|p| (node.parent, p));
                 guard += 1;
                 if guard > self.nodes.len() {
                     break;
@@ -564,6 +612,8 @@ mod tests {
                 symbols: &self.symbols,
                 memory: None,
                 clock: &self.clock,
+                tasks: &[],
+                switch: None,
             };
             self.stacks
                 .event(&range(0x1000, count, InsnClass::Other, false, false), &ctx);

@@ -16,7 +16,9 @@
 //! ETMv3)`, see [`SourceName::thread_name`](super::SourceName::thread_name)). The threads of a
 //! per-thread perf.data recording are Linux's: their own process and
 //! thread IDs, named by their commands (a thread traced on a second core
-//! gets a second track inside its thread's, `thread on core`). Timestamps
+//! gets a second track inside its thread's, `thread on core`). The RTOS
+//! tasks of a core (see [`crate::tasks`]) are threads of a process named
+//! after the core, one track each, named after the task. Timestamps
 //! are nanoseconds on the run's clock (see [`crate::clock`]).
 
 pub mod writer;
@@ -71,6 +73,10 @@ struct Layout {
     task_pids: FastSet<u32>,
     /// The thread track of each Linux thread declared.
     task_tracks: FastMap<u32, TrackId>,
+    /// The RTOS tasks seen, by number.
+    rtos: FastMap<u32, crate::tasks::Task>,
+    /// The process of each core with RTOS tasks, by trace ID.
+    core_pids: FastMap<u8, i32>,
 }
 
 impl<W: Output> std::fmt::Debug for PerfettoSink<W> {
@@ -143,15 +149,15 @@ impl Layout {
         if let Some(tid) = thread.task {
             return self.declare_task(w, thread, tid);
         }
+        if let Some(number) = thread.rtos {
+            return self.declare_rtos(w, thread, number);
+        }
         let pid = match self.pids.get(&thread.context) {
             Some(p) => *p,
             None => {
                 let pid = match thread.context {
                     None => 1,
-                    Some(_) => {
-                        2 + i32::try_from(self.pids.values().filter(|&&p| p >= 2).count())
-                            .unwrap_or(i32::MAX - 2)
-                    }
+                    Some(_) => self.next_pid(),
                 };
                 let name = match thread.context {
                     None => "trace".to_owned(),
@@ -189,6 +195,41 @@ impl Layout {
 }
 
 impl Layout {
+    /// The next process ID for a context ID or a core with tasks: 2, 3,
+    /// ... in order of appearance.
+    fn next_pid(&self) -> i32 {
+        let used = self.pids.values().filter(|&&p| p >= 2).count() + self.core_pids.len();
+        2 + i32::try_from(used).unwrap_or(i32::MAX - 2)
+    }
+
+    /// The tracks of RTOS task `number`: a thread track named after the
+    /// task, in the process of its core (declared when new, named after
+    /// the core); its thread ID is the task's number and the trace ID.
+    fn declare_rtos<W: Output>(
+        &mut self,
+        w: &mut PerfettoWriter<W>,
+        thread: ThreadKey,
+        number: u32,
+    ) -> io::Result<Tracks> {
+        let pid = match self.core_pids.get(&thread.id) {
+            Some(p) => *p,
+            None => {
+                let pid = self.next_pid();
+                w.process_track(pid, &core_name(&self.names, thread.id))?;
+                self.core_pids.insert(thread.id, pid);
+                pid
+            }
+        };
+        let name = self
+            .rtos
+            .get(&number)
+            .map_or_else(|| format!("task {number}"), |t| t.name.clone());
+        let tid =
+            i32::try_from((u64::from(number) << 8) | u64::from(thread.id)).unwrap_or(i32::MAX);
+        let slices = w.thread_track(pid, tid, &name)?;
+        self.with_depth(w, thread, slices, &name)
+    }
+
     /// The tracks of a Linux thread: a thread track with its own `pid`
     /// and `tid`, named by its command, in its process's (declared when
     /// new); the same thread traced by another core (it migrated) gets a
@@ -249,6 +290,12 @@ impl<W: Output> Sink for PerfettoSink<W> {
     }
 
     fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<Flow> {
+        if let Some(task) = ctx.task(ctx.thread) {
+            self.layout
+                .rtos
+                .entry(task.number)
+                .or_insert_with(|| task.clone());
+        }
         let instant = match event.kind {
             EventKind::Exception { number, .. } => Some(
                 self.profiles

@@ -21,6 +21,7 @@ use super::lcov::coverage::LcovOptions;
 use super::lcov::LcovSink;
 use super::perfetto::PerfettoSink;
 use super::report::{ReportFormat, ReportOptions, ReportSink};
+use super::tasks::TasksSink;
 use super::DynSink;
 use crate::input::saved::format::Header;
 use crate::output::OutputFile;
@@ -202,6 +203,19 @@ pub const FORMATS: &[Format] = &[
         },
         how_to_open: "clang -O2 -g -fprofile-sample-use=FILE ..., or llvm-profdata show --sample FILE",
         open: open_autofdo,
+    },
+    Format {
+        flag: "tasks",
+        what: "task switches",
+        help: "Write the RTOS tasks found and every task switch as JSON lines (docs/tasks.md, docs/jsonl.md); `-` for standard output. Example: --tasks switches.jsonl",
+        in_folder: None,
+        needs: Needs {
+            lines: false,
+            code: false,
+            capture: false,
+        },
+        how_to_open: "jq . FILE",
+        open: |out, _| Ok(Box::new(TasksSink::new(out))),
     },
     Format {
         flag: "save-events",

@@ -10,6 +10,7 @@
 //! stacks ending in it ([`super::folded`]), and its total count the sum of
 //! those of the folded stacks holding it.
 
+pub mod by_task;
 pub mod table;
 pub mod write;
 
@@ -74,6 +75,9 @@ pub struct ReportOptions {
     /// timelines and folded stacks (the default); otherwise their code
     /// counts for the function it was inlined into.
     pub inline: bool,
+    /// A table of the RTOS tasks, then a report per task (see
+    /// [`by_task`]).
+    pub by_task: bool,
 }
 
 impl Default for ReportOptions {
@@ -82,6 +86,7 @@ impl Default for ReportOptions {
             format: None,
             sort: SortKey::default(),
             inline: true,
+            by_task: false,
         }
     }
 }
@@ -94,6 +99,7 @@ pub struct ReportSink<W: Output> {
     table: ReportTable,
     format: ReportFormat,
     sort: SortKey,
+    by_task: Option<by_task::ByTask>,
 }
 
 impl<W: Output> ReportSink<W> {
@@ -104,6 +110,9 @@ impl<W: Output> ReportSink<W> {
             table: ReportTable::new(options.inline),
             format,
             sort: options.sort,
+            by_task: options
+                .by_task
+                .then(|| by_task::ByTask::new(options.inline)),
         }
     }
 }
@@ -115,12 +124,26 @@ impl<W: Output> Sink for ReportSink<W> {
         "report"
     }
 
+    fn begin(&mut self, info: &RunInfo) -> io::Result<()> {
+        if let Some(t) = &mut self.by_task {
+            t.begin(info);
+        }
+        Ok(())
+    }
+
     fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<Flow> {
-        self.table.event(event, ctx);
+        match &mut self.by_task {
+            Some(t) => t.event(event, ctx),
+            None => self.table.event(event, ctx),
+        }
         Ok(Flow::Continue)
     }
 
     fn finish(&mut self, _info: &RunInfo) -> io::Result<()> {
+        if let Some(t) = &mut self.by_task {
+            t.write(self.format, self.sort, &mut self.out)?;
+            return self.out.complete();
+        }
         self.table.close_all();
         let report = Report::new(
             self.table.rows(),

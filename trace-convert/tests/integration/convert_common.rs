@@ -173,6 +173,43 @@ pub fn truth_stacks(cov: &Path) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// The emulator's record of which task of the corpus RTOS runs each
+/// instruction (`<program>-<flavour>.tasks`, see corpus/README.md).
+#[derive(Debug, Clone, Default)]
+pub struct TaskRecord {
+    /// Task names by number (task 0, the initial context, has none).
+    pub names: BTreeMap<u32, String>,
+    /// From instruction index `.0` on (counting every instruction of the
+    /// flow), task `.1` runs; the first, `(0, 0)`, left out.
+    pub switches: Vec<(u64, u32)>,
+}
+
+impl TaskRecord {
+    /// The record at `path`, when the program has one.
+    pub fn read(path: &Path) -> Option<TaskRecord> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some("# trace-tasks 1"), "{}", path.display());
+        let mut out = TaskRecord::default();
+        for l in lines.filter(|l| !l.starts_with('#')) {
+            let f: Vec<&str> = l.split(' ').collect();
+            match f.first() {
+                Some(&"T") => {
+                    out.names
+                        .insert(f[1].parse().expect("number"), f[3].to_owned());
+                }
+                Some(&"S") => out
+                    .switches
+                    .push((f[1].parse().expect("index"), f[2].parse().expect("task"))),
+                _ => panic!("{}: record {l}", path.display()),
+            }
+        }
+        assert_eq!(out.switches.first(), Some(&(0, 0)), "{}", path.display());
+        out.switches.remove(0);
+        Some(out)
+    }
+}
+
 /// A corpus program of `dir`: its ELF's path, its flow (the emulator's
 /// truth) and its code as a memory image.
 pub fn corpus_program(dir: &Path, name: &str) -> (PathBuf, Flow, MemoryMap) {

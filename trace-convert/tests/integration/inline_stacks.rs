@@ -15,7 +15,7 @@
 use crate::common_addr2line;
 
 use crate::convert_common::{
-    convert_trace, corpus_program, corpus_traces, folded_map, truth_stacks,
+    convert_trace, corpus_program, corpus_traces, folded_map, truth_stacks, TaskRecord,
 };
 use object::{Object, ObjectSymbol};
 use std::collections::{BTreeMap, BTreeSet};
@@ -102,15 +102,24 @@ struct TruthFrame {
 
 /// Per stack, the instructions executed with it: real functions only, and
 /// with the inlined functions of `chains` (per address) after each frame.
+/// With the emulator's task record (`tasks`), each task has a stack of its
+/// own, parked from the exception return that resumes another task, and
+/// its stacks start with its name.
 fn truth(
     flow: &Flow,
     fns: &[(u32, String)],
     mem: &MemoryMap,
     chains: &BTreeMap<u32, Vec<String>>,
+    tasks: Option<&TaskRecord>,
 ) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
     let mut plain = BTreeMap::new();
     let mut inlined = BTreeMap::new();
     let mut stack: Vec<TruthFrame> = Vec::new();
+    let mut parked: BTreeMap<u32, Vec<TruthFrame>> = BTreeMap::new();
+    let mut running = 0;
+    let mut label: Vec<String> = Vec::new();
+    let mut switches = tasks.map_or(&[][..], |t| &t.switches).iter().peekable();
+    let mut index = 0u64;
     let mut pending_link: Option<u32> = None;
     let mut prev: Option<(u32, u32)> = None;
     let frame = |name: String, ret, exception, at| TruthFrame {
@@ -127,31 +136,22 @@ fn truth(
                 size,
                 cond,
             } => {
+                index += 1;
                 if stack.is_empty() {
                     stack.push(frame(name_at(fns, addr), None, false, addr));
                 } else if let Some(ret) = pending_link.take() {
                     stack.push(frame(name_at(fns, addr), Some(ret), false, addr));
-                } else if let Some(i) = (1..stack.len())
-                    .rev()
-                    .find(|&i| stack[i].ret == Some(addr) && !stack[i].exception)
-                {
-                    stack.truncate(i);
-                } else if let Some((pa, ps)) = prev {
-                    // A jump (the flow is not sequential) to a function's
-                    // start renames the innermost frame.
-                    if pa + ps != addr {
-                        if let Some((fa, fname)) = function_at(fns, addr) {
-                            let top = stack.last_mut().expect("a frame");
-                            if *fa == addr && top.name != *fname {
-                                top.name = fname.clone();
-                            }
-                        }
-                    }
+                } else {
+                    arrive(&mut stack, fns, addr, prev);
                 }
                 stack.last_mut().expect("a frame").at = addr;
-                let real: Vec<&str> = stack.iter().map(|f| f.name.as_str()).collect();
+                let real: Vec<&str> = label
+                    .iter()
+                    .map(String::as_str)
+                    .chain(stack.iter().map(|f| f.name.as_str()))
+                    .collect();
                 *plain.entry(real.join(";")).or_insert(0) += 1;
-                let mut with = Vec::new();
+                let mut with = label.clone();
                 for f in &stack {
                     with.push(f.name.clone());
                     with.extend(chains.get(&f.at).expect("chain looked up").iter().cloned());
@@ -165,7 +165,19 @@ fn truth(
             FlowItem::Exception { vector, ret, .. } => {
                 match pending_link.take() {
                     Some(link) => stack.push(frame(name_at(fns, ret), Some(link), false, ret)),
-                    None => stack.last_mut().expect("a frame").at = ret,
+                    // A task taking an exception before its first
+                    // instruction.
+                    None if stack.is_empty() => {
+                        stack.push(frame(name_at(fns, ret), None, false, ret))
+                    }
+                    None => {
+                        // A return or jump taken before the exception
+                        // arrived there.
+                        if prev.is_some() {
+                            arrive(&mut stack, fns, ret, prev);
+                        }
+                        stack.last_mut().expect("a frame").at = ret;
+                    }
                 }
                 // A vector inside a function (the A-profile vector table)
                 // is named by its address, as corpus/tools/coverage.py
@@ -178,6 +190,22 @@ fn truth(
                 prev = None;
             }
             FlowItem::ExceptionReturn { .. } => {
+                if let Some(&(_, task)) = switches.next_if(|s| s.0 == index) {
+                    // Another task runs from here: the one left stays in
+                    // its handler.
+                    parked.insert(running, std::mem::take(&mut stack));
+                    running = task;
+                    stack = parked.remove(&task).unwrap_or_default();
+                    label = tasks
+                        .and_then(|t| t.names.get(&task))
+                        .cloned()
+                        .into_iter()
+                        .collect();
+                    prev = None;
+                    if stack.is_empty() {
+                        continue;
+                    }
+                }
                 let i = stack
                     .iter()
                     .rposition(|f| f.exception)
@@ -189,6 +217,28 @@ fn truth(
         }
     }
     (plain, inlined)
+}
+
+/// The flow reaches `addr` after `prev` with no call pending: a return to a
+/// frame's return address closes it and those above it; a jump (the flow
+/// is not sequential) to a function's start renames the innermost frame.
+fn arrive(stack: &mut Vec<TruthFrame>, fns: &[(u32, String)], addr: u32, prev: Option<(u32, u32)>) {
+    if let Some(i) = (1..stack.len())
+        .rev()
+        .find(|&i| stack[i].ret == Some(addr) && !stack[i].exception)
+    {
+        stack.truncate(i);
+    } else if let Some((pa, ps)) = prev {
+        if pa + ps != addr {
+            if let Some((fa, fname)) = function_at(fns, addr) {
+                if let Some(top) = stack.last_mut() {
+                    if *fa == addr && top.name != *fname {
+                        top.name = fname.clone();
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Every address the truth looks inlined functions up at.
@@ -261,7 +311,8 @@ fn folded_stacks_with_inlined_frames_match_the_flow_and_addr2line() {
         let (elf, flow, mem) = corpus_program(&dir, name);
         let fns = functions(&elf);
         let chains = chains_at(&elf, &fns, &positions(&flow));
-        let (plain, with_inline) = truth(&flow, &fns, &mem, &chains);
+        let tasks = TaskRecord::read(&dir.join(format!("{name}.tasks")));
+        let (plain, with_inline) = truth(&flow, &fns, &mem, &chains, tasks.as_ref());
         assert_eq!(
             plain,
             truth_stacks(&dir.join(format!("{name}.cov.json"))),

@@ -62,6 +62,8 @@ mod report_counts;
 mod snapshot;
 mod snapshot_hostile;
 mod summary_names;
+mod tasks_corpus;
+mod tasks_real;
 mod tpiu_streams;
 mod track_names;
 mod window_filters;

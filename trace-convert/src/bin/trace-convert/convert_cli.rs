@@ -25,6 +25,7 @@ use trace_convert::sinks::registry::{self, Format, Setup, FORMATS};
 use trace_convert::sinks::report::ReportOptions;
 use trace_convert::symbols::path_map::PathMap;
 use trace_convert::symbols::Symbolizer;
+use trace_convert::tasks::{TaskOptions, TaskReport};
 use trace_core::memory::MemoryImage;
 
 /// The bundled example, relative to the repository root: a snapshot
@@ -132,6 +133,16 @@ pub struct ConvertArgs {
     /// Example: --no-demangle
     #[arg(help_heading = "Code and symbols", long)]
     no_demangle: bool,
+    /// Find no RTOS tasks: by default the code of each task gets a call
+    /// stack, a timeline track and folded stacks of its own, found from
+    /// the flow alone (docs/tasks.md). Example: --no-tasks
+    #[arg(help_heading = "Code and symbols", long)]
+    no_tasks: bool,
+    /// A function that resumes or starts another task where it leaves (a
+    /// scheduler exit or context restore the known RTOS routines do not
+    /// name), repeatable. Example: --task-switch my_restore_context
+    #[arg(help_heading = "Code and symbols", long, value_name = "SYMBOL")]
+    task_switch: Vec<String>,
     /// No progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -345,6 +356,10 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
     };
     let mut conv = Converter::new(&symbols, clock, options.max_depth)
         .with_decode_options(crate::jobs::decode_options());
+    conv.set_task_options(&TaskOptions {
+        on: !args.no_tasks,
+        switches: args.task_switch.clone(),
+    });
     if let Some(w) = window {
         conv.set_window(w);
     }
@@ -833,6 +848,7 @@ fn print_summary(r: &ConvertReport, windowed: bool) {
             );
         }
     }
+    print_tasks(&r.tasks);
     if r.stacks_built {
         let s = r.stacks;
         eprintln!(
@@ -852,6 +868,56 @@ fn print_summary(r: &ConvertReport, windowed: bool) {
             } else {
                 String::new()
             }
+        );
+    }
+}
+
+/// The RTOS tasks found and their shares of the instructions, when any.
+fn print_tasks(t: &TaskReport) {
+    for name in &t.missing {
+        eprintln!("trace-convert: warning: --task-switch {name}: no function of that name");
+    }
+    if t.tasks.is_empty() {
+        return;
+    }
+    let total: u64 = t.instructions.iter().map(|(_, n)| n).sum();
+    let share = |n: u64| {
+        if total == 0 {
+            0.0
+        } else {
+            n as f64 * 100.0 / total as f64
+        }
+    };
+    let mut cores: Vec<u8> = t.tasks.iter().map(|k| k.id).collect();
+    cores.dedup();
+    eprintln!(
+        "trace-convert: tasks: {} on {}, {}",
+        t.tasks.len(),
+        plural(cores.len() as u64, "core"),
+        if t.switches == 1 {
+            "1 switch".to_owned()
+        } else {
+            format!("{} switches", t.switches)
+        }
+    );
+    for (key, n) in &t.instructions {
+        let name = match key.rtos.and_then(|k| t.task(k)) {
+            Some(task) => format!("{} (trace ID {:#04x})", task.name, task.id),
+            None if cores.contains(&key.id) => {
+                format!("before the first switch (trace ID {:#04x})", key.id)
+            }
+            None => continue,
+        };
+        eprintln!(
+            "trace-convert:   {name}: {} ({:.1}%)",
+            plural(*n, "instruction"),
+            share(*n)
+        );
+    }
+    if t.unresolved > 0 {
+        eprintln!(
+            "trace-convert: warning: {} of {} resumptions where several tasks waited could not be told apart (same code, same stack): their instructions are counted as `unknown`",
+            t.unresolved, t.held
         );
     }
 }

@@ -16,6 +16,10 @@ use trace_convert::sinks::report::{ReportFormat, ReportOptions, SortKey};
 )))]
 pub struct ReportArgs {
     // The report's own options come first, so its help starts with them.
+    /// A table of the RTOS tasks (instructions, cycles, share of the run),
+    /// then each task's own report (see docs/tasks.md).
+    #[arg(help_heading = "Report", long)]
+    by_task: bool,
     /// The report's form: aligned text, CSV with a header, or a JSON array
     /// (schema in docs/report.md).
     #[arg(help_heading = "Report", long, value_enum, default_value_t = FormatArg::Text)]
@@ -98,6 +102,7 @@ pub fn run(mut args: ReportArgs) -> ExitCode {
         // Inlined functions have rows as they have frames in every
         // output; `--no-inline` leaves them out of all.
         inline: true,
+        by_task: args.by_task,
     };
     convert_cli::run(&args.convert)
 }

@@ -10,7 +10,8 @@
 //!   of the outermost frame) stands for the code that ran before it since
 //!   the outermost frame it replaces was opened, as in the folded stacks;
 //! - **calls**: frames opened for the function by a call, a tail call, an
-//!   exception or, with inlined rows, entering an inlined copy.
+//!   exception, the start of an RTOS task or, with inlined rows, entering
+//!   an inlined copy.
 //!
 //! Rows are keyed by name: two functions of one name are one row, as they
 //! are one frame name in the folded stacks. Without inlined rows, frames
@@ -244,7 +245,11 @@ impl ReportTable {
             }
             if matches!(
                 kind,
-                FrameKind::Call | FrameKind::TailCall | FrameKind::Handler | FrameKind::Inline
+                FrameKind::Call
+                    | FrameKind::TailCall
+                    | FrameKind::Handler
+                    | FrameKind::Inline
+                    | FrameKind::Task
             ) {
                 if let Some(row) = self.rows.get_mut(r) {
                     row.calls += 1;

@@ -160,9 +160,14 @@ impl<'a> Report<'a> {
     }
 
     fn json(&self, out: &mut dyn Write) -> io::Result<()> {
+        serde_json::to_writer_pretty(&mut *out, &self.json_rows()).map_err(io::Error::other)?;
+        writeln!(out)
+    }
+
+    /// The rows as the JSON form writes them.
+    pub(super) fn json_rows(&self) -> Vec<JsonRow<'a>> {
         let cycles = |n: u64| (self.cycles > 0).then_some(n);
-        let rows: Vec<JsonRow<'_>> = self
-            .rows
+        self.rows
             .iter()
             .map(|r| JsonRow {
                 function: &r.name,
@@ -174,15 +179,33 @@ impl<'a> Report<'a> {
                 self_cycles: cycles(r.self_cycles),
                 total_cycles: cycles(r.total_cycles),
             })
-            .collect();
-        serde_json::to_writer_pretty(&mut *out, &rows).map_err(io::Error::other)?;
-        writeln!(out)
+            .collect()
+    }
+}
+
+impl JsonRow<'_> {
+    /// The row as a line of the CSV form.
+    pub(super) fn write_csv(&self, out: &mut dyn Write) -> io::Result<()> {
+        write!(
+            out,
+            "{},{},{},{:.4},{},{:.4},",
+            csv_field(self.function),
+            self.calls,
+            self.self_instructions,
+            self.self_percent,
+            self.total_instructions,
+            self.total_percent,
+        )?;
+        match (self.self_cycles, self.total_cycles) {
+            (Some(s), Some(t)) => writeln!(out, "{s},{t}"),
+            _ => writeln!(out, ","),
+        }
     }
 }
 
 /// One object of the JSON form, its fields in the documented order.
 #[derive(serde::Serialize)]
-struct JsonRow<'a> {
+pub(super) struct JsonRow<'a> {
     function: &'a str,
     calls: u64,
     self_instructions: u64,
@@ -195,7 +218,7 @@ struct JsonRow<'a> {
 
 /// A CSV field (RFC 4180): quoted when it holds a comma, a quote or a
 /// line break, quotes doubled.
-fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
+pub(super) fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\"")).into()
     } else {
