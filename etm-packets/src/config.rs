@@ -165,6 +165,7 @@ pub struct Config {
     security_extensions: bool,
     thumb2: bool,
     virtualization: bool,
+    isync_sync: bool,
 }
 
 impl Default for Config {
@@ -199,6 +200,7 @@ impl Config {
             security_extensions: false,
             thumb2: false,
             virtualization: false,
+            isync_sync: false,
         }
     }
 
@@ -263,6 +265,7 @@ impl Config {
             security_extensions: bit(etmidr, 19),
             thumb2: bit(etmidr, 18),
             virtualization: v35 && bit(ccer, 26),
+            isync_sync: false,
         })
     }
 
@@ -440,6 +443,42 @@ impl Config {
     #[must_use]
     pub const fn with_virtualization(mut self, on: bool) -> Self {
         self.virtualization = on;
+        self
+    }
+
+    /// Whether the parser, while unsynchronized, also synchronizes at an
+    /// I-sync packet (not a register setting; off by default, as in
+    /// OpenCSD, which waits for an A-sync). See
+    /// [`with_isync_sync`](Self::with_isync_sync).
+    #[must_use]
+    pub const fn isync_sync(&self) -> bool {
+        self.isync_sync
+    }
+
+    /// Also synchronize at an I-sync before the stream's first
+    /// synchronization: for a capture whose A-sync was cut off (a stream
+    /// received from a trace port starts anywhere), decoding then starts at
+    /// the first I-sync instead of the next A-sync, which may come a long
+    /// way later. Synchronization lost later (to damage) comes back at an
+    /// A-sync only, as without this option: the values compressed against
+    /// what the lost packets said (timestamps, data addresses) are known
+    /// again only after it.
+    ///
+    /// An I-sync candidate in unsynchronized bytes is taken only when its
+    /// fields are valid for this configuration (an I-sync header; no
+    /// Jazelle state; the NS, AltISA and Hyp bits only where the Security
+    /// Extensions, ETMv3.3 and the Virtualization Extensions have them;
+    /// bit 0 of the information byte set, as the ETMs seen write it; a
+    /// word-aligned ARM address; a valid LSiP address, never with the
+    /// periodic reason) and the bytes after it, up to 24 bytes from its
+    /// header, parse as valid packets (up to an A-sync). Otherwise its
+    /// header byte is skipped as before. A candidate in the last 23 bytes
+    /// of the input is not confirmed.
+    /// The parser's [`Stats::isync_syncs`](crate::Stats::isync_syncs)
+    /// counts the synchronizations made so.
+    #[must_use]
+    pub const fn with_isync_sync(mut self, on: bool) -> Self {
+        self.isync_sync = on;
         self
     }
 

@@ -11,6 +11,12 @@ use crate::state::State;
 const CARRY: usize = 32;
 const _: () = assert!(CARRY > MAX_PACKET_LEN);
 
+/// Bytes from an I-sync candidate's header that must parse as valid
+/// packets before the parser synchronizes at it (see
+/// [`Config::with_isync_sync`]).
+const PROBE: usize = 24;
+const _: () = assert!(PROBE < CARRY && PROBE > MAX_PACKET_LEN);
+
 /// One item of the packet stream: a packet with the absolute offset of its
 /// first byte, or an error.
 pub type Item = Result<(u64, Packet), Error>;
@@ -29,6 +35,9 @@ pub struct Stats {
     pub packets: u64,
     /// Errors returned.
     pub errors: u64,
+    /// Synchronizations at an I-sync rather than an A-sync
+    /// ([`Config::with_isync_sync`]).
+    pub isync_syncs: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +110,18 @@ pub struct Parser {
     carry: [u8; CARRY],
     carry_off: [u64; CARRY],
     carry_len: usize,
+    /// The parser has been synchronized (at an A-sync or an I-sync): once
+    /// lost, synchronization comes back at an A-sync only.
+    was_synced: bool,
+    /// Packets were lost since the last A-sync.
+    damaged: bool,
+    /// Packets were lost since the last A-sync: timestamps are not
+    /// trusted.
+    ts_suspect: bool,
+    /// An I-sync candidate and the bytes after it, while unsynchronized.
+    probe: [u8; PROBE],
+    probe_off: [u64; PROBE],
+    probe_len: usize,
     pending: Option<(u64, Packet)>,
     next_offset: u64,
     stats: Stats,
@@ -128,6 +149,12 @@ impl Parser {
             carry: [0; CARRY],
             carry_off: [0; CARRY],
             carry_len: 0,
+            was_synced: false,
+            damaged: false,
+            ts_suspect: false,
+            probe: [0; PROBE],
+            probe_off: [0; PROBE],
+            probe_len: 0,
             pending: None,
             next_offset: 0,
             stats: Stats::default(),
@@ -191,6 +218,16 @@ impl Parser {
 
     fn finish_inner(&mut self) -> Option<Error> {
         self.pending = None;
+        if self.probe_len > 0 {
+            // An I-sync candidate the input ends too soon to confirm.
+            let n = self.probe_len as u64;
+            if self.skip_len == 0 {
+                self.skip_off = self.probe_off[0];
+            }
+            self.skip_len += n;
+            self.stats.bytes_skipped += n;
+            self.probe_len = 0;
+        }
         if self.carry_len > 0 {
             let e = Error {
                 offset: self.carry_off[0],
@@ -240,6 +277,15 @@ impl Parser {
                 })
             }
         }
+    }
+
+    /// Tells the parser that bytes of its stream were lost before the next
+    /// byte it is fed (e.g. the frames of a TPIU stream were realigned):
+    /// the address bits known so far are forgotten, and at the next
+    /// A-sync the last timestamp and data address, which the lost or
+    /// damaged packets may have changed, start afresh.
+    pub fn note_loss(&mut self) {
+        self.lost_packet();
     }
 
     /// Counters since creation (or the last [`reset`](Self::reset)).
@@ -300,6 +346,12 @@ impl Parser {
             && carry == other.carry_len
             && self.carry[..carry] == other.carry[..carry]
             && self.carry_off[..carry] == other.carry_off[..carry]
+            && self.was_synced == other.was_synced
+            && self.damaged == other.damaged
+            && self.ts_suspect == other.ts_suspect
+            && self.probe_len == other.probe_len
+            && self.probe[..self.probe_len] == other.probe[..self.probe_len]
+            && self.probe_off[..self.probe_len] == other.probe_off[..self.probe_len]
             && self.pending == other.pending
             && self.next_offset == other.next_offset
     }
@@ -307,6 +359,7 @@ impl Parser {
     #[inline]
     fn packet(&mut self, off: u64, len: usize, p: Packet) -> Item {
         self.st.apply(&p, &self.cfg);
+        let p = self.checked_timestamp(p);
         self.stats.packets += 1;
         self.stats.bytes_in_packets += len as u64;
         Ok((off, p))
@@ -320,6 +373,36 @@ impl Parser {
     #[cold]
     fn lost_packet(&mut self) {
         self.st.known_bits = 0;
+        self.damaged = true;
+        self.ts_suspect = true;
+    }
+
+    /// At an A-sync: when packets were lost since the last one, the last
+    /// timestamp and data address the state holds may come from damaged
+    /// bytes; the values compressed against them start afresh, as at the
+    /// start of a stream.
+    fn resync(&mut self) {
+        self.was_synced = true;
+        self.ts_suspect = false;
+        if self.damaged {
+            self.damaged = false;
+            self.st.ts_raw = 0;
+            self.st.data_addr = 0;
+        }
+    }
+
+    /// A timestamp after packets were lost and before the next A-sync: a
+    /// compressed one completes a base the lost packets may have changed,
+    /// and even a full one may have been read from damaged bytes. Its
+    /// value is reported as 0, unknown.
+    #[inline(always)]
+    fn checked_timestamp(&self, p: Packet) -> Packet {
+        match p {
+            Packet::Timestamp(t) if self.ts_suspect => {
+                Packet::Timestamp(crate::Timestamp { value: 0, ..t })
+            }
+            _ => p,
+        }
     }
 
     #[cold]
@@ -334,6 +417,35 @@ impl Parser {
     #[cold]
     fn sync_byte(&mut self, b: u8, off: u64) -> (bool, Option<Item>) {
         match self.mode {
+            Mode::Unsync if self.probe_len > 0 => {
+                self.probe[self.probe_len] = b;
+                self.probe_off[self.probe_len] = off;
+                self.probe_len += 1;
+                if self.probe_len < PROBE {
+                    return (true, None);
+                }
+                (true, self.end_probe())
+            }
+            Mode::Unsync
+                if self.cfg.isync_sync()
+                    && !self.was_synced
+                    && !self.cfg.data_only()
+                    && (b == 0x08 || (b == 0x70 && self.cfg.cycle_accurate())) =>
+            {
+                // A possible I-sync: zeros before it were no A-sync.
+                if self.zeros > 0 {
+                    if self.skip_len == 0 {
+                        self.skip_off = self.zeros_off;
+                    }
+                    self.skip_len += self.zeros;
+                    self.stats.bytes_skipped += self.zeros;
+                    self.zeros = 0;
+                }
+                self.probe[0] = b;
+                self.probe_off[0] = off;
+                self.probe_len = 1;
+                (true, None)
+            }
             Mode::Unsync => {
                 if b == 0 {
                     if self.zeros == 0 {
@@ -346,6 +458,7 @@ impl Parser {
                     let len = self.zeros + 1;
                     self.zeros = 0;
                     self.mode = Mode::Synced;
+                    self.resync();
                     self.stats.packets += 1;
                     self.stats.bytes_in_packets += len;
                     if self.skip_len > 0 {
@@ -380,6 +493,7 @@ impl Parser {
                 } else if b == 0x80 && zeros >= 5 {
                     self.zeros = 0;
                     self.mode = Mode::Synced;
+                    self.resync();
                     self.stats.packets += 1;
                     self.stats.bytes_in_packets += zeros + 1;
                     (true, Some(Ok((at, Packet::ASync))))
@@ -395,6 +509,115 @@ impl Parser {
             }
             Mode::Synced => (false, None),
         }
+    }
+
+    /// Decides on the I-sync candidate in the probe: synchronizes at it
+    /// (returning it, or the report of the bytes skipped before it with the
+    /// I-sync pending) and parses the bytes after it next; or skips its
+    /// header byte and scans the bytes after it again.
+    #[cold]
+    fn end_probe(&mut self) -> Option<Item> {
+        let n = self.probe_len;
+        self.probe_len = 0;
+        let probe = self.probe;
+        let offs = self.probe_off;
+        match self.confirm_isync(&probe[..n]) {
+            Some((len, p)) => {
+                self.mode = Mode::Synced;
+                self.was_synced = true;
+                self.stats.isync_syncs += 1;
+                self.unshift_carry(&probe[len..n], &offs[len..n]);
+                let off = offs[0];
+                self.st.apply(&p, &self.cfg);
+                self.stats.packets += 1;
+                self.stats.bytes_in_packets += len as u64;
+                if self.skip_len > 0 {
+                    let e = Error {
+                        offset: self.skip_off,
+                        kind: ErrorKind::Unsynchronized { len: self.skip_len },
+                    };
+                    self.skip_len = 0;
+                    self.stats.errors += 1;
+                    self.pending = Some((off, p));
+                    Some(Err(e))
+                } else {
+                    Some(Ok((off, p)))
+                }
+            }
+            None => {
+                if self.skip_len == 0 {
+                    self.skip_off = offs[0];
+                }
+                self.skip_len += 1;
+                self.stats.bytes_skipped += 1;
+                self.unshift_carry(&probe[1..n], &offs[1..n]);
+                None
+            }
+        }
+    }
+
+    /// The I-sync at the start of `bytes` and its length, if its fields
+    /// are valid for this configuration and the bytes after it parse as
+    /// valid packets (up to the end of `bytes`, or an A-sync).
+    fn confirm_isync(&self, bytes: &[u8]) -> Option<(usize, Packet)> {
+        let fresh = State::default();
+        let class = self.tables.class[usize::from(*bytes.first()?)];
+        let Decoded::Packet(len, p) = decode(bytes, class, &self.cfg, &fresh) else {
+            return None;
+        };
+        let Packet::ISync(sync) = p else {
+            return None;
+        };
+        if bytes[0] == 0x08 {
+            let info = *bytes.get(1 + self.cfg.context_id_size().bytes())?;
+            let cfg = &self.cfg;
+            let alt_ok = cfg.version() >= crate::EtmVersion::V3_3;
+            let hyp_ok = cfg.version() >= crate::EtmVersion::V3_5 && cfg.virtualization();
+            // Bit 0 is not defined; the ETMs seen (Cortex-A7, Cortex-M4)
+            // write 1 there.
+            if info & 0x01 == 0
+                || info & 0x10 != 0
+                || (info & 0x08 != 0 && !cfg.security_extensions())
+                || (info & 0x04 != 0 && !alt_ok)
+                || (info & 0x02 != 0 && !hyp_ok)
+            {
+                return None;
+            }
+        }
+        if (sync.isa() == crate::Isa::Arm && sync.address() & 3 != 0)
+            || (sync.lsip().is_some() && sync.reason() == crate::Reason::Periodic)
+        {
+            // LSiP I-syncs are never periodic (they come at trace start).
+            return None;
+        }
+        let mut st = fresh;
+        st.apply(&p, &self.cfg);
+        let mut pos = len;
+        while let Some(&b) = bytes.get(pos) {
+            if b == 0 {
+                break;
+            }
+            let class = self.tables.class[usize::from(b)];
+            match decode(&bytes[pos..], class, &self.cfg, &st) {
+                Decoded::Packet(l, q) => {
+                    st.apply(&q, &self.cfg);
+                    pos += l;
+                }
+                Decoded::Incomplete => break,
+                Decoded::Invalid(_) => return None,
+            }
+        }
+        Some((len, p))
+    }
+
+    /// Puts `bytes` (at `offs`) before the carried-over bytes.
+    fn unshift_carry(&mut self, bytes: &[u8], offs: &[u64]) {
+        let n = bytes.len().min(CARRY - self.carry_len);
+        self.carry.copy_within(..self.carry_len, n);
+        self.carry_off.copy_within(..self.carry_len, n);
+        self.carry[..n].copy_from_slice(&bytes[..n]);
+        self.carry_off[..n].copy_from_slice(&offs[..n]);
+        self.carry_len += n;
     }
 
     /// Removes the first `n` bytes of the carry buffer.
@@ -413,9 +636,11 @@ impl Parser {
     fn carry_step(&mut self, chunk: &[u8], pos: &mut usize, base: u64) -> Option<Item> {
         while self.carry_len > 0 {
             if self.mode != Mode::Synced {
-                let (consumed, item) = self.sync_byte(self.carry[0], self.carry_off[0]);
-                if consumed {
-                    self.shift_carry(1);
+                let (b, off) = (self.carry[0], self.carry_off[0]);
+                self.shift_carry(1);
+                let (consumed, item) = self.sync_byte(b, off);
+                if !consumed {
+                    self.unshift_carry(&[b], &[off]);
                 }
                 if item.is_some() {
                     return item;
@@ -550,6 +775,7 @@ impl Parser {
         match decode(rest, class, &self.cfg, &self.st) {
             Decoded::Packet(len, p) => {
                 self.st.apply(&p, &self.cfg);
+                let p = self.checked_timestamp(p);
                 self.stats.packets += 1;
                 self.stats.bytes_in_packets += len as u64;
                 Some((len, p))
@@ -638,6 +864,15 @@ impl Parser {
                 }
                 if item.is_some() {
                     return item;
+                }
+                if self.carry_len > 0 {
+                    // An I-sync candidate gave bytes back: they come first.
+                    if let Some(item) = self.carry_step(chunk, pos, base) {
+                        return Some(item);
+                    }
+                    if self.carry_len > 0 {
+                        return None;
+                    }
                 }
                 continue;
             }

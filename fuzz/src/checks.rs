@@ -86,8 +86,8 @@ fn ptm_config(data: &mut &[u8]) -> ptm_packets::Config {
 /// same parser interface but no common trait).
 macro_rules! parser_check {
     ($name:ident, $krate:ident, $config:ident) => {
-        /// Fuzz input layout: 12 configuration register bytes, split
-        /// sizes (a count byte and that many sizes), then the trace.
+        /// Fuzz input layout: the configuration bytes (12 register
+        /// bytes; one for ITM), split sizes (a count byte and that many sizes), then the trace.
         /// Checks: no panic; item offsets strictly increase and lie in
         /// the input; the items and statistics do not depend on the
         /// chunking; after `finish`, `bytes_fed == bytes_in_packets +
@@ -134,8 +134,16 @@ macro_rules! parser_check {
     };
 }
 
+/// ITM configuration from one byte: bit 0 says whether the input starts
+/// at a packet header.
+fn itm_config(data: &mut &[u8]) -> itm_packets::Config {
+    let [b] = take::<1>(data);
+    itm_packets::Config::new().with_aligned_start(b & 1 == 1)
+}
+
 parser_check!(etm_parser, etm_packets, etm_config);
 parser_check!(ptm_parser, ptm_packets, ptm_config);
+parser_check!(itm_parser, itm_packets, itm_config);
 
 /// Fuzz input layout: mode byte (0 Memory, 1 Continuous, 2 Raw), raw-mode
 /// ID byte, split sizes, then the capture. Checks: no panic; the events

@@ -144,9 +144,9 @@ pub fn fits(path: &Path, flags: &SourceFlags) -> Vec<Fit> {
 }
 
 /// For a capture file described by `flags` from which nothing was
-/// decoded: the description that fits its first bytes clearly better than
-/// the one given (the best of those that look right, by share, then
-/// errors), if any.
+/// decoded: when the given description does not fit its first bytes, the
+/// one that fits them clearly better (the best of those that look right:
+/// in the layout given if one does, then by share, then errors), if any.
 #[must_use]
 pub fn better(path: &Path, flags: &SourceFlags) -> Option<Fit> {
     let all = fits(path, flags);
@@ -160,13 +160,21 @@ pub fn better(path: &Path, flags: &SourceFlags) -> Option<Fit> {
         .iter()
         .filter(|f| f.looks_right())
         .max_by(|a, b| {
-            a.share()
-                .total_cmp(&b.share())
+            // The layout given first: an ETB buffer fits as a TPIU stream
+            // too, with more bytes in packets (the stream synchronizes
+            // sooner), but the flags given are nearer the truth.
+            (a.layout == flags.layout)
+                .cmp(&(b.layout == flags.layout))
+                .then(a.share().total_cmp(&b.share()))
                 .then(b.errors_per_kib().total_cmp(&a.errors_per_kib()))
         })
         .copied()?;
     match given {
-        Some(g) if !best.clearly_better_than(&g) => None,
+        // A description that fits is not what went wrong (the registers
+        // are), even where another fits more bytes: an ETB buffer read as
+        // a TPIU stream synchronizes at its first I-sync rather than its
+        // first A-sync.
+        Some(g) if g.looks_right() || !best.clearly_better_than(&g) => None,
         _ => Some(best),
     }
 }

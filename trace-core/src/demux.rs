@@ -58,6 +58,11 @@ macro_rules! parser_type {
                 }
             }
 
+            /// Bytes of the stream were lost before the next ones fed.
+            fn note_loss(&mut self) {
+                match self { $( Parser::$var(p) => <$imp>::note_loss(p), )* }
+            }
+
             /// The counters.
             pub(crate) fn stats(&self) -> SourceStats {
                 match self { $( Parser::$var(p) => <$imp>::stats(p), )* }
@@ -229,15 +234,24 @@ impl fmt::Debug for Demux {
 impl Demux {
     /// A demultiplexer for a capture laid out as `layout`, with the given
     /// sources; `any_id`, when given, configures every other trace ID found.
+    /// In [`FrameMode::Continuous`] (a TPIU stream), ETMv3 sources also
+    /// synchronize at an I-sync ([`etm_packets::Config::with_isync_sync`]).
     #[must_use]
     pub fn new(
         layout: FrameMode,
         sources: impl IntoIterator<Item = (u8, SourceConfig)>,
         any_id: Option<SourceConfig>,
     ) -> Self {
+        // A TPIU stream starts anywhere, its first A-sync often cut off:
+        // ETMv3 sources synchronize at an I-sync too.
+        let stream = |cfg: SourceConfig| match layout {
+            FrameMode::Continuous => cfg.in_stream(),
+            _ => cfg,
+        };
+        let any_id = any_id.map(stream);
         let mut table = PerId::new();
         for (id, cfg) in sources {
-            table.insert(id & 0x7F, Parser::new(cfg));
+            table.insert(id & 0x7F, Parser::new(stream(cfg)));
         }
         let (deformatter, raw_id) = match layout {
             FrameMode::Raw { id } => (None, id & 0x7F),
@@ -309,29 +323,51 @@ impl Demux {
             }
             Some(d) => {
                 let (sources, any) = (&mut self.sources, self.any_id);
-                d.feed_each(chunk, |ev| match ev {
-                    FrameEvent::Data(run) => {
-                        let id = run.id;
-                        match sources.get_or_insert_with(id, || any.map(Parser::new)) {
-                            Some(p) => p.push(id, run.offset, run.data(), out),
-                            None => out.push(Item::Unconfigured { run }),
-                        }
-                    }
-                    other => out.push(Item::Frame(other)),
-                });
+                d.feed_each(chunk, |ev| route(sources, any, ev, out));
             }
         }
     }
 
-    /// End of the capture: report incomplete frames and packets.
+    /// End of the capture: hand on what the deformatter still held, report
+    /// incomplete frames and packets.
     pub fn finish(&mut self, out: &mut Vec<Item>) {
-        if let Some(ev) = self.deformatter.as_mut().and_then(Deformatter::finish) {
-            out.push(Item::Frame(ev));
+        if let Some(d) = self.deformatter.as_mut() {
+            let (sources, any) = (&mut self.sources, self.any_id);
+            d.finish_each(|ev| route(sources, any, ev, out));
         }
         for (id, p) in self.sources.iter_mut() {
             if let Some(error) = p.finish() {
                 out.push(Item::Error { id, error });
             }
+        }
+    }
+}
+
+/// Hands a deformatter event on: a source's payload to its parser (made on
+/// first use when any ID is decoded), everything else as it is.
+fn route(
+    sources: &mut PerId<Parser>,
+    any: Option<SourceConfig>,
+    ev: FrameEvent,
+    out: &mut Vec<Item>,
+) {
+    match ev {
+        FrameEvent::Data(run) => {
+            let id = run.id;
+            match sources.get_or_insert_with(id, || any.map(Parser::new)) {
+                Some(p) => p.push(id, run.offset, run.data(), out),
+                None => out.push(Item::Unconfigured { run }),
+            }
+        }
+        other => {
+            if let FrameEvent::Unsynchronized { .. } = other {
+                // The frames were realigned: every source may have lost
+                // packets there.
+                for (_, p) in sources.iter_mut() {
+                    p.note_loss();
+                }
+            }
+            out.push(Item::Frame(other));
         }
     }
 }

@@ -15,9 +15,9 @@ fn raw_mode_finish_reports_nothing() {
         assert!(events
             .iter()
             .all(|e| matches!(e, FrameEvent::Data(r) if r.id == 0x13)));
-        assert_eq!(d.finish(), None);
+        assert_eq!(d.finish().next(), None);
         assert_eq!(d.stats().bytes, data.len() as u64);
     }
     let mut d = Deformatter::new(FrameMode::Raw { id: 0x13 });
-    assert_eq!(d.finish(), None);
+    assert_eq!(d.finish().next(), None);
 }

@@ -5,17 +5,20 @@ mod drive;
 mod error;
 mod etm;
 pub mod flow;
+mod itm;
 mod options;
 pub mod perf;
 mod ptm;
 mod repeat;
 mod rstack;
 pub mod snapshot;
+pub mod swo;
 
 pub use error::EncodeError;
 pub use etm::{m_profile_exception_number, EtmOptions};
 pub use etm_packets::EtmVersion;
 pub use flow::{Cond, ExceptionKind, Flow, FlowError, FlowItem, Isa};
+pub use itm::{encode_itm, ItmOptions, ItmTrace};
 pub use options::{
     source_config, CycleModel, EncodeStats, Protocol, Regs, SyncPeriod, Trace, TraceOptions,
 };

@@ -10,7 +10,13 @@ use crate::{cargo, root};
 pub const TARGET: &str = "thumbv7em-none-eabihf";
 
 /// The crates that build without `std` (with `alloc` for `trace-core`).
-const CRATES: [&str; 4] = ["etm-packets", "ptm-packets", "isa-decode", "trace-core"];
+const CRATES: [&str; 5] = [
+    "etm-packets",
+    "itm-packets",
+    "ptm-packets",
+    "isa-decode",
+    "trace-core",
+];
 
 /// Lint and build [`CRATES`] without default features (and once more
 /// with `trace-core/serde`) for [`TARGET`], whose standard library has no

@@ -43,6 +43,11 @@ fn ptm_parser_corpus() {
 }
 
 #[test]
+fn itm_parser_corpus() {
+    replay("itm_parser", checks::itm_parser);
+}
+
+#[test]
 fn deformatter_corpus() {
     replay("deformatter", checks::deformatter);
 }

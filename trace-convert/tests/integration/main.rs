@@ -64,5 +64,6 @@ mod snapshot_hostile;
 mod summary_names;
 mod tasks_corpus;
 mod tasks_real;
+mod tpiu_streams;
 mod track_names;
 mod window_filters;

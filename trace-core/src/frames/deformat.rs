@@ -1,6 +1,7 @@
 //! Frame deformatter: captured bytes in, per-source runs out.
 
-use super::{is_source_id, FrameMode, Run, FRAME_SIZE, NULL_ID};
+use super::align::{self, frame_at, IdState, Search, Step, Window};
+use super::{is_source_id, FrameMode, Run, FRAME_SIZE, HSYNC, NULL_ID};
 use alloc::vec::Vec;
 
 /// Why bytes were not handed on as a source's data.
@@ -27,8 +28,11 @@ pub enum FrameEvent {
         /// The discarded bytes and where they lie.
         run: Run,
     },
-    /// Bytes skipped while looking for frame alignment (continuous mode:
-    /// everything before the first full-frame sync).
+    /// Bytes skipped while looking for frame alignment (continuous mode):
+    /// before the first frame, and each time stray or lost bytes moved the
+    /// frames (a realignment: the bytes between the last frame read at the
+    /// old alignment and the first at the new one). See
+    /// [`DeformatStats::realignments`].
     Unsynchronized {
         /// Offset of the first skipped byte.
         offset: u64,
@@ -55,6 +59,15 @@ pub struct DeformatStats {
     pub fsyncs: u64,
     /// Half-word syncs removed (continuous mode).
     pub hsyncs: u64,
+    /// Bytes reported as [`FrameEvent::Unsynchronized`].
+    pub skipped: u64,
+    /// Times the frame alignment was lost and found again at another
+    /// position (continuous mode), each reported as one
+    /// [`FrameEvent::Unsynchronized`] stretch.
+    pub realignments: u64,
+    /// Offset of the first frame found (continuous mode; 0 for the other
+    /// layouts once a frame is read), `None` before.
+    pub aligned_at: Option<u64>,
 }
 
 /// Splits a capture into per-source payload runs.
@@ -93,7 +106,24 @@ pub struct Deformatter {
     pair_fill: usize,
     window: u32,
     in_fsync: bool,
-    unsynced_from: u64,
+    /// Continuous mode: the IDs named by the frames read so far (bit `n`:
+    /// ID `n`), which the frames read next are checked against.
+    known: u128,
+    /// Continuous mode, looking for the alignment: the bytes not yet
+    /// explained, from offset `buf_off`, and the window the search waits
+    /// for.
+    buf: Vec<u8>,
+    buf_off: u64,
+    win: usize,
+    /// Continuous mode: bytes a search gave back (after the frames it
+    /// decided), read again before the rest of the input, from offset
+    /// `replay_off`.
+    replay: Vec<u8>,
+    replay_pos: usize,
+    replay_off: u64,
+    /// A skipped stretch not yet reported (offset, length).
+    skip: Option<(u64, u64)>,
+    search: Search,
     queue: Vec<FrameEvent>,
     head: usize,
     stats: DeformatStats,
@@ -117,7 +147,15 @@ impl Deformatter {
             pair_fill: 0,
             window: 0,
             in_fsync: false,
-            unsynced_from: 0,
+            known: 0,
+            buf: Vec::new(),
+            buf_off: 0,
+            win: align::WINDOW,
+            replay: Vec::new(),
+            replay_pos: 0,
+            replay_off: 0,
+            skip: None,
+            search: Search::default(),
             queue: Vec::with_capacity(32),
             head: 0,
             stats: DeformatStats::default(),
@@ -151,6 +189,13 @@ impl Deformatter {
         self.stats
     }
 
+    /// Input bytes held for the alignment search (continuous mode): never
+    /// more than a search window and a frame.
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> usize {
+        self.buf.len() + self.replay.len() - self.replay_pos + self.fill + self.pair_fill
+    }
+
     /// Offset of the next input byte.
     #[must_use]
     pub fn offset(&self) -> u64 {
@@ -182,6 +227,8 @@ impl Deformatter {
         while pos < chunk.len() {
             if self.mode == FrameMode::Memory && self.fill == 0 && chunk.len() - pos >= FRAME_SIZE {
                 pos = self.whole_frames(chunk, pos, &mut out);
+            } else if self.clean_frame_ahead(chunk, pos) && self.suspicion_free(chunk, pos) {
+                pos = self.continuous_frames(chunk, pos, &mut out);
             } else {
                 pos = self.advance(chunk, pos);
                 for ev in self.queue.drain(..) {
@@ -191,20 +238,40 @@ impl Deformatter {
         }
     }
 
-    /// End of input: reports an incomplete frame or a capture in which no
-    /// frame alignment was found.
-    pub fn finish(&mut self) -> Option<FrameEvent> {
-        if !self.synced {
-            let len = self.offset - self.unsynced_from;
-            self.unsynced_from = self.offset;
-            return (len > 0).then_some(FrameEvent::Unsynchronized {
-                offset: self.offset - len,
-                len,
-            });
+    /// End of input: the events of the bytes still held (in continuous
+    /// mode, the frames and skipped bytes of the stretch the alignment
+    /// search had not decided yet), then an incomplete frame, if any.
+    pub fn finish(&mut self) -> alloc::vec::IntoIter<FrameEvent> {
+        let mut out = Vec::new();
+        self.finish_each(|e| out.push(e));
+        out.into_iter()
+    }
+
+    /// [`finish`](Self::finish), handing each event to `f`.
+    pub fn finish_each(&mut self, mut f: impl FnMut(FrameEvent)) {
+        self.queue.clear();
+        self.head = 0;
+        if self.mode == FrameMode::Continuous {
+            while let Some((b, off)) = self.next_replay() {
+                self.continuous_input(b, off);
+            }
+            if !self.synced {
+                self.decide(true);
+            }
+            while let Some((b, off)) = self.next_replay() {
+                self.continuous_input(b, off);
+            }
+            if !self.synced {
+                self.decide(true);
+            }
+            self.flush_skip(false);
+        }
+        for ev in self.queue.drain(..) {
+            f(ev);
         }
         let pending = self.fill + self.pair_fill;
         if pending == 0 {
-            return None;
+            return;
         }
         let offset = if self.fill > 0 {
             self.frame_off[0]
@@ -213,10 +280,10 @@ impl Deformatter {
         };
         self.fill = 0;
         self.pair_fill = 0;
-        Some(FrameEvent::Truncated {
+        f(FrameEvent::Truncated {
             offset,
             len: self.offset - offset,
-        })
+        });
     }
 
     /// Consume bytes of `chunk` from `pos` until at least one event is
@@ -252,12 +319,22 @@ impl Deformatter {
                     }
                 }
                 FrameMode::Continuous => {
+                    if self.clean_frame_ahead(chunk, pos) && self.suspicion_free(chunk, pos) {
+                        let mut queue = core::mem::take(&mut self.queue);
+                        pos = self.continuous_frames(chunk, pos, &mut queue);
+                        self.queue = queue;
+                        continue;
+                    }
+                    if let Some((b, off)) = self.next_replay() {
+                        self.continuous_input(b, off);
+                        continue;
+                    }
                     let b = chunk[pos];
                     pos += 1;
                     let off = self.offset;
                     self.offset += 1;
                     self.stats.bytes += 1;
-                    self.continuous_byte(b, off);
+                    self.continuous_input(b, off);
                 }
             }
         }
@@ -281,22 +358,224 @@ impl Deformatter {
         pos + whole
     }
 
-    fn continuous_byte(&mut self, b: u8, off: u64) {
-        if !self.synced {
-            self.window = (self.window << 8) | u32::from(b);
-            if self.window == 0xFFFF_FF7F && off + 1 - self.unsynced_from >= 4 {
-                self.synced = true;
-                self.stats.fsyncs += 1;
-                let len = off + 1 - 4 - self.unsynced_from;
-                if len > 0 {
-                    self.queue.push(FrameEvent::Unsynchronized {
-                        offset: self.unsynced_from,
-                        len,
-                    });
-                }
+    /// Whether `chunk[pos..]` starts with a whole frame the continuous
+    /// fast path can take: aligned, at a frame boundary with nothing held,
+    /// and no `0xFF` (so no sync) in the frame.
+    #[inline]
+    fn clean_frame_ahead(&self, chunk: &[u8], pos: usize) -> bool {
+        self.mode == FrameMode::Continuous
+            && self.synced
+            && self.fill == 0
+            && self.pair_fill == 0
+            && !self.in_fsync
+            && self.replay.is_empty()
+            && chunk
+                .get(pos..pos + FRAME_SIZE)
+                .is_some_and(|f| !f.contains(&0xFF))
+    }
+
+    /// Whether the frame at `chunk[pos..]` (there is one) reads at the
+    /// alignment in force without suspicion.
+    fn suspicion_free(&self, chunk: &[u8], pos: usize) -> bool {
+        let st = IdState {
+            cur: self.cur_id,
+            known: self.known,
+        };
+        chunk
+            .get(pos..pos + FRAME_SIZE)
+            .and_then(|f| <&[u8; FRAME_SIZE]>::try_from(f).ok())
+            .is_some_and(|f| !align::suspicious(f, &st))
+    }
+
+    /// Continuous mode, aligned: unpacks the whole frames of `chunk` from
+    /// `pos` that hold no `0xFF` and read at the alignment in force, into
+    /// `out`; returns the position after them (at a frame that needs the
+    /// byte path).
+    fn continuous_frames<E: Emit>(&mut self, chunk: &[u8], mut pos: usize, out: &mut E) -> usize {
+        while let Some(frame) = chunk.get(pos..pos + FRAME_SIZE) {
+            let mut f = [0u8; FRAME_SIZE];
+            f.copy_from_slice(frame);
+            let st = IdState {
+                cur: self.cur_id,
+                known: self.known,
+            };
+            if f.contains(&0xFF) || align::suspicious(&f, &st) {
+                break;
             }
+            let base = self.offset;
+            self.accept(&f, base);
+            self.offset += FRAME_SIZE as u64;
+            self.stats.bytes += FRAME_SIZE as u64;
+            self.window = u32::from_be_bytes([f[12], f[13], f[14], f[15]]);
+            self.unpack_at(&f, base, out);
+            pos += FRAME_SIZE;
+        }
+        pos
+    }
+
+    /// The next byte a search gave back, with its offset.
+    fn next_replay(&mut self) -> Option<(u8, u64)> {
+        let b = *self.replay.get(self.replay_pos)?;
+        let off = self.replay_off;
+        self.replay_pos += 1;
+        self.replay_off += 1;
+        if self.replay_pos == self.replay.len() {
+            self.replay.clear();
+            self.replay_pos = 0;
+        }
+        Some((b, off))
+    }
+
+    /// One byte of continuous-mode input at `off`: into the frame under way
+    /// when the alignment is known, else into the search window.
+    fn continuous_input(&mut self, b: u8, off: u64) {
+        if self.synced {
+            self.continuous_byte(b, off);
             return;
         }
+        if self.buf.is_empty() {
+            self.buf_off = off;
+        }
+        self.buf.push(b);
+        if self.buf.len() >= self.win {
+            self.decide(false);
+        }
+    }
+
+    /// Runs the alignment search on the window and carries out what it
+    /// decides: frames unpacked, syncs removed, skipped bytes reported; once
+    /// a frame or sync ends the decided part, the frames are aligned again
+    /// and the bytes after it are read again as frames. With `last`, the
+    /// input has ended: everything is decided.
+    fn decide(&mut self, last: bool) {
+        loop {
+            let w = Window {
+                buf: &self.buf,
+                offset: self.buf_off,
+                st: IdState {
+                    cur: self.cur_id,
+                    known: self.known,
+                },
+                leading: self.stats.aligned_at.is_none(),
+                last,
+            };
+            let d = self.search.run(&w);
+            if d.steps.is_empty() {
+                if last {
+                    let len = self.buf.len() as u64;
+                    if len > 0 {
+                        self.note_skip(self.buf_off, len);
+                    }
+                    self.buf.clear();
+                    self.flush_skip(false);
+                } else {
+                    self.win = (self.win + align::WINDOW).min(align::MAX_WINDOW);
+                }
+                return;
+            }
+            let buf = core::mem::take(&mut self.buf);
+            let mut locked = false;
+            let mut end = 0;
+            for step in &d.steps {
+                match *step {
+                    Step::Skip { at } => {
+                        self.note_skip(self.buf_off + at as u64, 1);
+                        locked = false;
+                    }
+                    Step::FSync { .. } => {
+                        self.flush_skip(true);
+                        self.stats.fsyncs += 1;
+                        locked = true;
+                    }
+                    Step::Frame { at, .. } => {
+                        self.flush_skip(true);
+                        if let Some((f, pos, e)) = frame_at(&buf, at) {
+                            let mut offs = [0u64; FRAME_SIZE];
+                            for (o, &p) in offs.iter_mut().zip(&pos) {
+                                *o = self.buf_off + u64::from(p);
+                            }
+                            self.stats.hsyncs += ((e - at - FRAME_SIZE) / 2) as u64;
+                            self.accept(&f, offs[0]);
+                            let mut queue = core::mem::take(&mut self.queue);
+                            self.unpack_with(&f, &offs, &mut queue);
+                            self.queue = queue;
+                        }
+                        locked = true;
+                    }
+                }
+                end = step.end();
+            }
+            let rest_off = self.buf_off + end as u64;
+            self.win = align::WINDOW;
+            if locked {
+                self.synced = true;
+                self.fill = 0;
+                self.pair_fill = 0;
+                self.in_fsync = false;
+                self.window = 0;
+                // The bytes after the decided part, before any bytes still
+                // to be read again.
+                let mut replay = buf[end..].to_vec();
+                replay.extend_from_slice(&self.replay[self.replay_pos..]);
+                self.replay = replay;
+                self.replay_pos = 0;
+                self.replay_off = rest_off;
+                if self.replay.is_empty() {
+                    self.replay_off = 0;
+                }
+                self.buf = buf;
+                self.buf.clear();
+                return;
+            }
+            let mut buf = buf;
+            buf.drain(..end);
+            self.buf = buf;
+            self.buf_off = rest_off;
+            if self.buf.is_empty() || !(last || self.buf.len() >= self.win) {
+                return;
+            }
+        }
+    }
+
+    /// Records that the frame `f`, starting at `offset`, is read at the
+    /// alignment in force.
+    fn accept(&mut self, f: &[u8; FRAME_SIZE], offset: u64) {
+        self.known = IdState {
+            cur: self.cur_id,
+            known: self.known,
+        }
+        .after(f)
+        .known;
+        if self.stats.aligned_at.is_none() {
+            self.stats.aligned_at = Some(offset);
+        }
+    }
+
+    /// Adds `len` skipped bytes at `offset` to the stretch being reported.
+    fn note_skip(&mut self, offset: u64, len: u64) {
+        match &mut self.skip {
+            Some((o, l)) if *o + *l == offset => *l += len,
+            _ => {
+                self.flush_skip(false);
+                self.skip = Some((offset, len));
+            }
+        }
+    }
+
+    /// Reports the skipped stretch, if any; `found` when frames are aligned
+    /// again right after it (a realignment, unless no frame came before).
+    fn flush_skip(&mut self, found: bool) {
+        if let Some((offset, len)) = self.skip.take() {
+            self.stats.skipped += len;
+            if found && self.stats.aligned_at.is_some() {
+                self.stats.realignments += 1;
+            }
+            self.queue.push(FrameEvent::Unsynchronized { offset, len });
+        }
+    }
+
+    /// A byte of continuous-mode input while the frames are aligned.
+    fn continuous_byte(&mut self, b: u8, off: u64) {
         self.window = (self.window << 8) | u32::from(b);
         // A full-frame sync can only stand between frames, on a half-word
         // boundary: anywhere else, bytes were lost (or added) since the
@@ -328,10 +607,23 @@ impl Deformatter {
                 self.in_fsync = false;
             }
             // First half of a full-frame sync, between frames.
-            [0xFF, 0xFF] if self.fill == 0 => self.in_fsync = true,
+            [0xFF, 0xFF] if self.fill == 0 && !self.in_fsync => self.in_fsync = true,
             [lo, hi] => {
-                self.in_fsync = false;
                 let at = self.pair_off;
+                if self.in_fsync {
+                    // Not a full-frame sync after all: the two bytes held
+                    // are the frame's first (and make it suspicious).
+                    self.in_fsync = false;
+                    self.push_frame_byte(0xFF, at - 2);
+                    self.push_frame_byte(0xFF, at - 1);
+                    if !self.synced {
+                        // The frame sent the stream back to the search:
+                        // the pair goes there too.
+                        self.continuous_input(lo, at);
+                        self.continuous_input(hi, at + 1);
+                        return;
+                    }
+                }
                 self.push_frame_byte(lo, at);
                 self.push_frame_byte(hi, at + 1);
             }
@@ -352,10 +644,8 @@ impl Deformatter {
             sync_start
         };
         if start < sync_start {
-            self.queue.push(FrameEvent::Unsynchronized {
-                offset: start,
-                len: sync_start - start,
-            });
+            self.note_skip(start, sync_start - start);
+            self.flush_skip(true);
         }
         self.fill = 0;
         self.pair_fill = 0;
@@ -369,8 +659,47 @@ impl Deformatter {
         self.fill += 1;
         if self.fill == FRAME_SIZE {
             self.fill = 0;
-            self.unpack();
+            if self.mode == FrameMode::Continuous {
+                self.continuous_frame();
+            } else {
+                self.unpack();
+            }
         }
+    }
+
+    /// A frame completed at the alignment in force (continuous mode): read
+    /// it, or, when it calls the alignment into question, search again from
+    /// its first byte.
+    fn continuous_frame(&mut self) {
+        let st = IdState {
+            cur: self.cur_id,
+            known: self.known,
+        };
+        if !align::suspicious(&self.frame, &st) {
+            let (f, at) = (self.frame, self.frame_off[0]);
+            self.accept(&f, at);
+            self.unpack();
+            return;
+        }
+        // The frame's bytes as they came, half-word syncs included.
+        let mut raw = Vec::with_capacity(align::WINDOW);
+        for i in 0..FRAME_SIZE {
+            if i > 0 {
+                let gap = self.frame_off[i] - self.frame_off[i - 1] - 1;
+                for _ in 0..gap / 2 {
+                    raw.extend_from_slice(&HSYNC);
+                }
+                self.stats.hsyncs -= gap / 2;
+            }
+            raw.push(self.frame[i]);
+        }
+        self.synced = false;
+        self.buf_off = self.frame_off[0];
+        self.buf = raw;
+        self.win = align::WINDOW;
+        self.window = 0;
+        self.pair_fill = 0;
+        self.in_fsync = false;
     }
 
     /// Unpack the frame in `self.frame`, its bytes at `self.frame_off`,

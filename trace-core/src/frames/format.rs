@@ -62,9 +62,10 @@ impl Formatter {
         &self.out
     }
 
-    /// Pad the last frame with null-ID data and return all frames.
-    #[must_use]
-    pub fn finish(mut self) -> Vec<u8> {
+    /// Pad the frame under way with null-ID data, as a TPIU's formatter does
+    /// when its sources fall idle (every burst of trace then begins a
+    /// frame). Nothing happens at a frame boundary.
+    pub fn flush(&mut self) {
         if self.pos > 0 {
             if self.cur != Some(NULL_ID) {
                 self.switch(NULL_ID);
@@ -73,6 +74,12 @@ impl Formatter {
                 self.place(Slot::Data(0));
             }
         }
+    }
+
+    /// Pad the last frame with null-ID data and return all frames.
+    #[must_use]
+    pub fn finish(mut self) -> Vec<u8> {
+        self.flush();
         self.out
     }
 

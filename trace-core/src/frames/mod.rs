@@ -16,6 +16,7 @@
 //! In TPIU continuous mode the stream also carries full-frame syncs
 //! (`FF FF FF 7F`) between frames and half-word syncs (`FF 7F`) anywhere.
 
+mod align;
 mod deformat;
 mod format;
 
@@ -45,8 +46,11 @@ pub enum FrameMode {
     /// Formatter frames aligned on the first byte of the input, without
     /// synchronisation patterns (ETB, ETF and ETR buffers).
     Memory,
-    /// Formatter frames as a TPIU emits them in continuous mode: the frame
-    /// alignment is found from a full-frame sync, and syncs are removed.
+    /// Formatter frames as a TPIU emits them in continuous mode, as a probe
+    /// or a logic analyser delivers them: starting anywhere, with or without
+    /// full-frame syncs, with stray or lost bytes. The frame alignment is
+    /// found from the syncs or from the frames themselves, checked on every
+    /// frame and found again after stray or lost bytes; syncs are removed.
     Continuous,
 }
 

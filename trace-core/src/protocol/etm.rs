@@ -66,6 +66,16 @@ impl PacketProtocol for Etmv3 {
 
     packet_crate_parser!(etm_packets);
 
+    /// A TPIU stream's first A-sync is often cut off: synchronize at an
+    /// I-sync too.
+    fn in_stream(cfg: Config) -> Config {
+        cfg.with_isync_sync(true)
+    }
+
+    fn note_loss(parser: &mut Parser) {
+        parser.note_loss();
+    }
+
     fn error_skipped(e: &Error) -> u64 {
         match e.kind {
             ErrorKind::Unsynchronized { len } => len,

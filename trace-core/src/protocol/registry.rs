@@ -147,6 +147,13 @@ macro_rules! core_types {
                 match self { $( SourceConfig::$var(_) => Protocol::$name, )* }
             }
 
+            /// The configuration of a source read from a TPIU stream
+            /// ([`PacketProtocol::in_stream`]).
+            #[must_use]
+            pub fn in_stream(self) -> SourceConfig {
+                match self { $( SourceConfig::$var(c) => SourceConfig::$var(<$imp>::in_stream(c)), )* }
+            }
+
             /// Whether the source is cycle-accurate.
             #[must_use]
             pub fn cycle_accurate(&self) -> bool {

@@ -121,6 +121,17 @@ pub trait PacketProtocol: 'static {
     /// unreported skipped bytes, if any.
     fn finish(parser: &mut Self::Parser) -> Option<Self::Error>;
 
+    /// The configuration of a source read from a TPIU stream, which
+    /// starts anywhere and may lose bytes (a protocol that can
+    /// synchronize sooner there says so here); by default `cfg`.
+    fn in_stream(cfg: Self::Config) -> Self::Config {
+        cfg
+    }
+
+    /// Bytes of the source's stream were lost before the next ones fed
+    /// (the frames were realigned): by default nothing changes.
+    fn note_loss(_parser: &mut Self::Parser) {}
+
     /// The parser's counters.
     fn stats(parser: &Self::Parser) -> SourceStats;
 

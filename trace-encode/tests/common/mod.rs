@@ -61,6 +61,18 @@ pub fn decode(
     sources: &[Source],
     chunk: usize,
 ) -> HashMap<u8, Decoded> {
+    decode_among(capture, layout, sources, chunk, &[])
+}
+
+/// [`decode`] of a capture that also holds the sources `others`, which are
+/// not decoded.
+pub fn decode_among(
+    capture: &[u8],
+    layout: FrameMode,
+    sources: &[Source],
+    chunk: usize,
+    others: &[u8],
+) -> HashMap<u8, Decoded> {
     let mut demux = Demux::new(layout, sources.iter().map(|s| (s.id, s.config)), None);
     let mut items = Vec::new();
     for c in capture.chunks(chunk.max(1)) {
@@ -90,6 +102,7 @@ pub fn decode(
                     out.errors.push(error.to_string());
                 }
             }
+            Item::Unconfigured { run } if others.contains(&run.id) => {}
             Item::Unconfigured { run } => panic!("unconfigured bytes under ID {:#x}", run.id),
             Item::Frame(_) => {}
         }
