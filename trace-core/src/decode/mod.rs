@@ -136,7 +136,7 @@ macro_rules! decode_state {
                     _ => Some(TraceOp::Ignored),
                 };
                 if let Some(op) = op {
-                    engine.run(offset, &op, out);
+                    engine.run_inline(offset, &op, out);
                 }
             }
 
