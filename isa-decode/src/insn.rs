@@ -1,8 +1,6 @@
 //! The result of decoding one instruction: [`Insn`] and the small types it
 //! is made of.
 
-use crate::it::ItState;
-
 /// Instruction set state of the processor.
 ///
 /// ThumbEE is decoded as [`Isa::T32`] (its encodings differ from Thumb only
@@ -276,7 +274,7 @@ impl ReturnHint {
 
 /// The operands of an `IT` instruction: `firstcond` and `mask`.
 ///
-/// Use [`ItBlock::state`] (or [`ItState::step`]) to follow the block.
+/// Use [`ItBlock::state`] (or [`ItState::step`](crate::ItState::step)) to follow the block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ItBlock {
     /// The 4-bit `firstcond` field (bits 7..4 of the instruction).
@@ -320,12 +318,6 @@ impl ItBlock {
         let bit0 = (self.mask >> (4 - i)) & 1;
         Some(Cond::from_bits(((self.firstcond & 0xE) | bit0) as u32))
     }
-
-    /// The ITSTATE value right after the `IT` instruction.
-    #[inline]
-    pub const fn state(self) -> ItState {
-        ItState::from_raw(((self.firstcond & 0xF) << 4) | (self.mask & 0xF))
-    }
 }
 
 /// One decoded instruction: everything a program-flow trace decoder needs.
@@ -347,7 +339,7 @@ pub struct Insn {
     /// Condition code from the encoding: the A32 `cond` field, or the
     /// condition of a T32 `B<c>`. Other T32 instructions report
     /// [`Cond::Al`]; their condition inside an IT block comes from
-    /// [`ItState`].
+    /// [`ItState`](crate::ItState).
     pub cond: Cond,
     /// Branch with link: `BL`, `BLX` (both forms). The return address is
     /// `addr + size` (with bit 0 set when returning to T32).
@@ -358,7 +350,7 @@ pub struct Insn {
     /// the should-be-zero/one fields of control-flow instructions. Other
     /// UNPREDICTABLE conditions that cannot affect program flow (register
     /// overlaps, empty register lists without the PC, …) are not checked,
-    /// nor are IT-block placement rules (see [`ItState`]).
+    /// nor are IT-block placement rules (see [`ItState`](crate::ItState)).
     pub unpredictable: bool,
     /// Destination of a direct waypoint when taken: the branch target of
     /// [`Kind::Branch`] and [`Kind::CompareBranch`], and the next
@@ -483,7 +475,7 @@ impl Insn {
 
     /// Whether the encoding itself makes the instruction conditional: a
     /// condition other than `AL`, or `CBZ`/`CBNZ`. (T32 instructions made
-    /// conditional by an IT block are not included; see [`ItState`].)
+    /// conditional by an IT block are not included; see [`ItState`](crate::ItState).)
     #[inline]
     pub const fn is_conditional(&self) -> bool {
         !matches!(self.cond, Cond::Al) || matches!(self.kind, Kind::CompareBranch)

@@ -1,6 +1,6 @@
 //! Following a T32 IT block: the ITSTATE register.
 
-use crate::insn::{Cond, Insn, Kind};
+use crate::insn::{Cond, Insn, ItBlock, Kind};
 
 /// The T32 ITSTATE register (CPSR.IT, ARM ARM A2.5.2): which of the next
 /// instructions are conditional, and on what.
@@ -112,5 +112,14 @@ impl ItState {
             _ => self.advance(),
         }
         cond
+    }
+}
+
+impl ItBlock {
+    /// The ITSTATE value right after the `IT` instruction.
+    #[inline]
+    #[must_use]
+    pub const fn state(self) -> ItState {
+        ItState::from_raw(((self.firstcond & 0xF) << 4) | (self.mask & 0xF))
     }
 }

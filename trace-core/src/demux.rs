@@ -345,6 +345,7 @@ impl Demux {
 
 /// Hands a deformatter event on: a source's payload to its parser (made on
 /// first use when any ID is decoded), everything else as it is.
+#[inline(always)]
 fn route(
     sources: &mut PerId<Parser>,
     any: Option<SourceConfig>,
