@@ -110,6 +110,36 @@ fn m_exception(number: u16) -> String {
     fixed.to_owned()
 }
 
+/// The profile of each trace ID's core, for naming exceptions in
+/// listings; a trace ID without one is [`Profile::Unknown`].
+#[derive(Debug, Clone)]
+pub struct Profiles(Box<[Profile; 256]>);
+
+impl Default for Profiles {
+    fn default() -> Self {
+        Profiles(Box::new([Profile::Unknown; 256]))
+    }
+}
+
+impl Profiles {
+    /// The profiles of the sources `names` (as [`crate::convert::source_names`]
+    /// gives them).
+    #[must_use]
+    pub fn of_sources(names: &[crate::sinks::SourceName]) -> Profiles {
+        let mut p = Profiles::default();
+        for n in names {
+            p.0[usize::from(n.id)] = n.profile;
+        }
+        p
+    }
+
+    /// The profile of trace ID `id`'s core.
+    #[must_use]
+    pub fn of(&self, id: u8) -> Profile {
+        self.0[usize::from(id)]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

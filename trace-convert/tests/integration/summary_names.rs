@@ -154,3 +154,79 @@ fn a_raw_capture_s_trace_id_is_no_window() {
     assert!(stderr.contains("ID 0x10: "), "{stderr}");
     assert!(!stderr.contains("window:"), "{stderr}");
 }
+
+/// The decode listing names exceptions as the source's core numbers them:
+/// an ETMv3 on a Cortex-M3 numbers SVCall 11 and external interrupt 0 as 8
+/// (Cortex-M3 TRM, ETM exception encoding), where an A/R core's 8 would
+/// be a reset.
+#[test]
+fn the_decode_listing_names_exceptions_by_the_core_s_profile() {
+    use trace_core::memory::{MemoryMap, Space};
+    use trace_encode::snapshot::{dumps_of, write_snapshot, BufferFormat, Core, SnapshotSpec};
+    use trace_encode::{encode_etm, EtmOptions, Flow};
+    let Some(fixtures) = test_support::corpus_fixtures() else {
+        return;
+    };
+    let text = std::fs::read_to_string(fixtures.join("exceptions-m.flow")).expect("flow");
+    let flow = Flow::parse(&text).expect("flow");
+    // The emulator's record: ARMv7-M exception numbers (11 SVCall, 16 the
+    // first external interrupt).
+    let taken = |kind: &str| {
+        text.lines()
+            .filter(|l| l.split_whitespace().take(2).eq(["X", kind]))
+            .count()
+    };
+    let (svc, irq0) = (taken("m11"), taken("m16"));
+    assert!(svc > 0 && irq0 > 0, "the program takes both");
+    let mut memory = MemoryMap::new();
+    memory
+        .add_elf(&fixtures.join("exceptions-m.elf"), Space::Any)
+        .expect("ELF");
+    let etm = encode_etm(&flow.items, &memory, &EtmOptions::default()).expect("encode");
+    let dir = tempfile::tempdir().expect("dir");
+    let snap = dir.path().join("snapshot");
+    write_snapshot(
+        &snap,
+        &SnapshotSpec {
+            cores: vec![Core {
+                name: "cpu_0".into(),
+                kind: "Cortex-M3".into(),
+                pc: 0,
+                dumps: dumps_of(&memory),
+            }],
+            sources: vec![trace_encode::snapshot::Source {
+                name: "ETM_0".into(),
+                protocol: etm.protocol,
+                regs: etm.regs,
+                id: 0x10,
+                core: "cpu_0".into(),
+            }],
+            trace: etm.bytes.clone(),
+            format: BufferFormat::SourceData,
+            timestamp_hz: None,
+        },
+    )
+    .expect("snapshot");
+    let (listing, _) = run(&[
+        "decode".as_ref(),
+        "--format".as_ref(),
+        "text".as_ref(),
+        snap.as_os_str(),
+    ]);
+    let named = |name: &str| {
+        listing
+            .lines()
+            .filter(|l| l.contains(" exception ") && l.contains(&format!("({name}) return")))
+            .count()
+    };
+    // (Not the exception returns.)
+    let exceptions = listing
+        .lines()
+        .filter(|l| l.contains(" exception ") && !l.contains(" exception return"))
+        .count();
+    assert_eq!(
+        (named("SVC"), named("IRQ 0"), exceptions),
+        (svc, irq0, svc + irq0),
+        "{listing}"
+    );
+}

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use trace_convert::input::capture::{self as dec, CaptureSummary, ReadError};
 use trace_convert::input::memory::Images;
 use trace_convert::input::source::CaptureSpec;
+use trace_convert::profile::Profiles;
 use trace_convert::sinks::listing::event_lines::EventListing;
 use trace_convert::sinks::listing::events::EventFormat;
 use trace_convert::sinks::listing::packet_lines::PacketListing;
@@ -30,6 +31,7 @@ pub(crate) fn pipelines(capture: &CaptureSpec) -> bool {
 pub(crate) fn decode_pipelined(
     args: &DecodeArgs,
     format: EventFormat,
+    profiles: &Profiles,
     capture: &CaptureSpec,
     images: &Images,
     out: &mut dyn io::Write,
@@ -43,6 +45,7 @@ pub(crate) fn decode_pipelined(
     // A formatter per thread, each with its own listing writer.
     let formatter = || {
         let mut listing = EventListing::new(format);
+        listing.set_profiles(profiles.clone());
         let (by_id, other) = (by_id.clone(), std::sync::Arc::clone(&other));
         move |block: &[Event], bytes: &mut Vec<u8>| -> io::Result<()> {
             for e in block {

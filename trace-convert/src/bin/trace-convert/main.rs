@@ -18,6 +18,7 @@ use trace_convert::input::source::CaptureSpec;
 use trace_convert::input::source::Protocol;
 use trace_convert::input::{self, Input, InputError};
 use trace_convert::plural::plural;
+use trace_convert::profile::Profiles;
 use trace_convert::sinks::listing::event_lines::EventListing;
 use trace_convert::sinks::listing::events::EventFormat;
 use trace_convert::sinks::listing::packet_lines::PacketListing;
@@ -648,18 +649,24 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
         Some(s)
     };
     let mut totals = Totals::default();
-    let mut listing = format.map(EventListing::new);
+    // Exceptions named as each source's core numbers them.
+    let profiles = Profiles::of_sources(&trace_convert::convert::source_names(&input));
+    let mut listing = format.map(|f| {
+        let mut l = EventListing::new(f);
+        l.set_profiles(profiles.clone());
+        l
+    });
     with_output(plan, |out| {
         for capture in &input.captures {
             print_skipped(capture);
             let listing = match (listing.as_mut(), &symbols, format) {
                 (Some(l), None, _) => Listing::Fast(l),
-                (_, Some(s), Some(f)) => Listing::Symbolized(f, s),
+                (_, Some(s), Some(f)) => Listing::Symbolized(f, s, &profiles),
                 _ => Listing::None,
             };
             let t = match (&listing, format) {
                 (Listing::Fast(_), Some(f)) if pipelines(capture) => {
-                    decode_pipelined(args, f, capture, &images, out)?
+                    decode_pipelined(args, f, &profiles, capture, &images, out)?
                 }
                 _ => decode_listing(args, listing, capture, &images, out)?,
             };
@@ -691,8 +698,9 @@ enum Listing<'a> {
     None,
     /// Through the buffered lines.
     Fast(&'a mut EventListing),
-    /// With each line's function and source line.
-    Symbolized(EventFormat, &'a Symbolizer),
+    /// With each line's function and source line (exceptions named by
+    /// the cores' profiles).
+    Symbolized(EventFormat, &'a Symbolizer, &'a Profiles),
 }
 
 /// Decode `capture`, list its events in `format` (when listed) into
@@ -725,7 +733,7 @@ fn decode_listing(
                 .then(|| by_id.get(&e.id).map_or(&**images.other(), |m| &**m));
             match &mut listing {
                 Listing::Fast(l) => l.write(out, e, mem),
-                Listing::Symbolized(f, s) => write_event_symbolized(out, *f, e, mem, s),
+                Listing::Symbolized(f, s, p) => write_event_symbolized(out, *f, e, mem, s, Some(p)),
                 Listing::None => Ok(()),
             }
         }),

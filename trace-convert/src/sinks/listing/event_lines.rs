@@ -2,10 +2,11 @@
 //! writes the lines of ranges and cycle counts (nearly every line of a
 //! listing) into its own buffer with fixed-width copies and hands the
 //! buffer on about every 64 KiB; every other event goes through
-//! [`write_event`], whose bytes the fast lines equal.
+//! [`write_event`](super::events::write_event), whose bytes the fast lines equal.
 
-use super::events::{write_event, EventFormat};
+use super::events::{write_event_named, EventFormat};
 use super::line_buf::{DecCache, LineBuf, Padded};
+use crate::profile::Profiles;
 use std::io::{self, Write};
 use trace_core::event::{Event, EventKind, InsnClass, Isa, Range};
 use trace_core::memory::MemoryImage;
@@ -53,6 +54,8 @@ pub struct EventListing {
     addrs: DecCache,
     /// Lines of the other events, before they join the buffer.
     scratch: Vec<u8>,
+    /// The cores' profiles, which name exceptions.
+    profiles: Option<Profiles>,
 }
 
 impl EventListing {
@@ -100,10 +103,18 @@ impl EventListing {
             heads,
             addrs: DecCache::new(),
             scratch: Vec::new(),
+            profiles: None,
         }
     }
 
-    /// Write the listing of `e`, as [`write_event`] does.
+    /// Name exceptions by the profiles of the cores (by number alone
+    /// without).
+    pub fn set_profiles(&mut self, profiles: Profiles) {
+        self.profiles = Some(profiles);
+    }
+
+    /// Write the listing of `e`, as
+    /// [`write_event_named`](super::events::write_event_named) does.
     ///
     /// # Errors
     ///
@@ -215,10 +226,12 @@ impl EventListing {
         if instructions.is_some() {
             // Listed as written, however many lines a range takes.
             self.buf.flush(out)?;
-            return write_event(out, self.format, e, instructions);
+            let profiles = self.profiles.as_ref();
+            return write_event_named(out, self.format, e, instructions, profiles);
         }
         self.scratch.clear();
-        write_event(&mut self.scratch, self.format, e, None)?;
+        let profiles = self.profiles.as_ref();
+        write_event_named(&mut self.scratch, self.format, e, None, profiles)?;
         self.buf.put_any(out, &self.scratch)
     }
 }

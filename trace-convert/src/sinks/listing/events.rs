@@ -3,6 +3,7 @@
 //! The JSONL schema (fields, their values, examples) is written once, in
 //! `docs/jsonl.md` of the repository (section "Decode").
 
+use crate::profile::{Profile, Profiles};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
 use trace_core::event::{Event, EventKind, Range};
@@ -257,6 +258,22 @@ pub fn write_event<W: Write + ?Sized>(
     e: &Event,
     instructions: Option<&dyn MemoryImage>,
 ) -> io::Result<()> {
+    write_event_named(out, format, e, instructions, None)
+}
+
+/// [`write_event`], naming exceptions in the text form by the profile of
+/// each trace ID's core (`profiles`; without, by number alone).
+///
+/// # Errors
+///
+/// The writer's error.
+pub fn write_event_named<W: Write + ?Sized>(
+    out: &mut W,
+    format: EventFormat,
+    e: &Event,
+    instructions: Option<&dyn MemoryImage>,
+    profiles: Option<&Profiles>,
+) -> io::Result<()> {
     if let (Some(mem), EventKind::Range(r)) = (instructions, &e.kind) {
         return write_instructions(out, format, e, r, mem, None);
     }
@@ -268,7 +285,7 @@ pub fn write_event<W: Write + ?Sized>(
             serde_json::to_writer(&mut *out, &EventRecord::from_event(e))?;
             out.write_all(b"\n")
         }
-        EventFormat::Text => write_text(out, e),
+        EventFormat::Text => write_text(out, e, profiles),
     }
 }
 
@@ -335,7 +352,11 @@ pub(crate) fn write_instructions<W: Write + ?Sized>(
 }
 
 /// Write the text line of `e`.
-fn write_text<W: Write + ?Sized>(out: &mut W, e: &Event) -> io::Result<()> {
+fn write_text<W: Write + ?Sized>(
+    out: &mut W,
+    e: &Event,
+    profiles: Option<&Profiles>,
+) -> io::Result<()> {
     write!(out, "{:>10}  {:#04x}  ", e.offset, e.id)?;
     match e.kind {
         EventKind::Range(r) => writeln!(
@@ -352,12 +373,18 @@ fn write_text<W: Write + ?Sized>(out: &mut W, e: &Event) -> io::Result<()> {
             if r.cond { " cond" } else { "" },
             r.cycles.map(|c| format!(" cc={c}")).unwrap_or_default()
         ),
-        EventKind::Exception { number, ret } => writeln!(
-            out,
-            "exception {number} ({}) return {}",
-            ptm_packets::exception_name(number),
-            ret.map_or_else(|| "unknown".into(), |a| format!("{a:08x}"))
-        ),
+        EventKind::Exception { number, ret } => {
+            let name = profiles
+                .map_or(Profile::Unknown, |p| p.of(e.id))
+                .exception_name(number);
+            let plain = format!("exception {number}");
+            let ret = ret.map_or_else(|| "unknown".into(), |a| format!("{a:08x}"));
+            if name == plain {
+                writeln!(out, "{plain} return {ret}")
+            } else {
+                writeln!(out, "{plain} ({name}) return {ret}")
+            }
+        }
         EventKind::Context(c) => writeln!(
             out,
             "context {} {}{}{}{}",

@@ -5,13 +5,14 @@
 
 pub use super::events::{src_line, sym_off};
 
-use super::events::{write_event, write_instructions, EventFormat, EventRecord};
+use super::events::{write_event_named, write_instructions, EventFormat, EventRecord};
+use crate::profile::Profiles;
 use crate::symbols::Symbolizer;
 use std::io::{self, Write};
 use trace_core::event::{Event, EventKind};
 use trace_core::memory::MemoryImage;
 
-/// [`write_event`] with symbols: a range's line ends with its first
+/// [`write_event_named`] with symbols: a range's line ends with its first
 /// instruction's `<function+offset>` (JSONL: `sym`); with `instructions`,
 /// every instruction's line with its own and its `file:line` (JSONL:
 /// `sym`, `srcline`).
@@ -25,15 +26,16 @@ pub fn write_event_symbolized<W: Write + ?Sized>(
     e: &Event,
     instructions: Option<&dyn MemoryImage>,
     symbols: &Symbolizer,
+    profiles: Option<&Profiles>,
 ) -> io::Result<()> {
     let EventKind::Range(r) = &e.kind else {
-        return write_event(out, format, e, instructions);
+        return write_event_named(out, format, e, instructions, profiles);
     };
     if let Some(mem) = instructions {
         return write_instructions(out, format, e, r, mem, Some(symbols));
     }
     let Some(sym) = sym_off(symbols, r.start) else {
-        return write_event(out, format, e, None);
+        return write_event_named(out, format, e, None, profiles);
     };
     match format {
         EventFormat::Jsonl => {
@@ -44,7 +46,7 @@ pub fn write_event_symbolized<W: Write + ?Sized>(
         }
         EventFormat::Text => {
             let mut line = Vec::with_capacity(128);
-            write_event(&mut line, format, e, None)?;
+            write_event_named(&mut line, format, e, None, profiles)?;
             if line.last() == Some(&b'\n') {
                 line.pop();
             }
