@@ -26,8 +26,20 @@ fn example() -> PathBuf {
 /// The example's ELF with the names of [`RENAMED`] replaced wherever the
 /// file holds them as whole strings (symbol and DWARF string tables).
 fn evil_elf(dir: &Path) -> PathBuf {
-    let mut bytes = std::fs::read(example().join("example.elf")).expect("ELF");
-    for (from, to, _) in RENAMED {
+    let renames = RENAMED.map(|(from, to, _)| (from, to));
+    renamed_elf(
+        &example().join("example.elf"),
+        &renames,
+        &dir.join("evil.elf"),
+    )
+}
+
+/// The ELF file `elf` written to `to` with each name of `renames`
+/// replaced (by one of the same length) wherever it holds it as a whole
+/// string.
+fn renamed_elf(elf: &Path, renames: &[(&str, &str)], path: &Path) -> PathBuf {
+    let mut bytes = std::fs::read(elf).expect("ELF");
+    for &(from, to) in renames {
         assert_eq!(from.len(), to.len());
         let needle = [b"\0", from.as_bytes(), b"\0"].concat();
         let mut found = 0;
@@ -40,9 +52,8 @@ fn evil_elf(dir: &Path) -> PathBuf {
         }
         assert!(found > 0, "{from}");
     }
-    let path = dir.join("evil.elf");
-    std::fs::write(&path, bytes).expect("write");
-    path
+    std::fs::write(path, bytes).expect("write");
+    path.to_path_buf()
 }
 
 fn run(args: &[&std::ffi::OsStr]) -> (Vec<u8>, String) {
@@ -162,4 +173,62 @@ fn names_with_control_characters_are_escaped_in_every_text_output() {
         assert_eq!(lines(&back), lines(&text(&plain, k)), "{k}");
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// RTOS task names are function names: the task summary on standard
+/// error and `report --by-task` (text and CSV) escape them, and so does
+/// the warning about a `--task-switch` name no function has. On the
+/// ThreadX capture (whose receiver thread is a task) with that thread's
+/// entry function renamed.
+#[test]
+fn task_names_with_control_characters_are_escaped() {
+    let Some(real) = test_support::real_dir() else {
+        return;
+    };
+    let capture = real.join("am243x-r5f/b8b29a1-threadx");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let from = "tm_receiver_thread_entry";
+    let to = "tm_\u{1b}[2J\u{7}ver_thread_entry";
+    let shown = "tm_\\u{1b}[2J\\u{7}ver_thread_entry";
+    let elf = renamed_elf(
+        &capture.join("threadx.out"),
+        &[(from, to)],
+        &tmp.path().join("evil.out"),
+    );
+    let report = tmp.path().join("tasks.txt");
+    let (_, err) = run(&[
+        capture.as_os_str(),
+        "--elf".as_ref(),
+        elf.as_os_str(),
+        "--report".as_ref(),
+        report.as_os_str(),
+        "--task-switch".as_ref(),
+        "no\u{1b}]0;such\u{7}".as_ref(),
+    ]);
+    clean("stderr", err.as_bytes());
+    assert!(err.contains(&format!("{shown} (trace ID 0x10)")), "{err}");
+    assert!(
+        err.contains("--task-switch no\\u{1b}]0;such\\u{7}:"),
+        "{err}"
+    );
+    clean("report", &std::fs::read(&report).expect("report"));
+    for format in ["text", "csv"] {
+        let (out, _) = run(&[
+            "report".as_ref(),
+            capture.as_os_str(),
+            "--elf".as_ref(),
+            elf.as_os_str(),
+            "--by-task".as_ref(),
+            "--format".as_ref(),
+            format.as_ref(),
+        ]);
+        clean(format, &out);
+        let text = String::from_utf8(out).expect("UTF-8");
+        let want = if format == "text" {
+            format!("# task {shown}\n")
+        } else {
+            format!("\n{shown},")
+        };
+        assert!(text.contains(&want), "{format}: {text}");
+    }
 }

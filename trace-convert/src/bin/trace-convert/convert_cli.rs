@@ -11,6 +11,7 @@ use trace_convert::clock::ClockKind;
 use trace_convert::convert::{
     self, ClockChoice, ConvertError, ConvertOptions, ConvertReport, Converter,
 };
+use trace_convert::escape::escaped;
 use trace_convert::input::capture::ReadError;
 use trace_convert::input::memory::{no_memory_warning, ExtraMemory, Images, MemArg};
 use trace_convert::input::saved::format::{Header, ImageInfo, SourceInfo};
@@ -380,7 +381,7 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
     set.commit().map_err(|e| output_failure(&e))?;
     print_summary(&report, windowed);
     for n in &report.notes {
-        eprintln!("trace-convert: note: {}", trace_convert::escape::escaped(n));
+        eprintln!("trace-convert: note: {}", escaped(n));
     }
     if let (Some(names), Some(w)) = (args.window.functions_alone(), report.window) {
         if w.shown == 0 {
@@ -616,10 +617,7 @@ fn open_input(
     super::print_notes(&input);
     for s in input.captures.iter().flat_map(|c| &c.sources) {
         if s.protocol.traces_instructions() && !input.has_memory(&s.name, extra) {
-            eprintln!(
-                "trace-convert: {}",
-                trace_convert::escape::escaped(&no_memory_warning(&s.name))
-            );
+            eprintln!("trace-convert: {}", escaped(&no_memory_warning(&s.name)));
         }
     }
     plan.check_inputs(input.files().iter().map(PathBuf::as_path))
@@ -875,7 +873,10 @@ fn print_summary(r: &ConvertReport, windowed: bool) {
 /// The RTOS tasks found and their shares of the instructions, when any.
 fn print_tasks(t: &TaskReport) {
     for name in &t.missing {
-        eprintln!("trace-convert: warning: --task-switch {name}: no function of that name");
+        eprintln!(
+            "trace-convert: warning: --task-switch {}: no function of that name",
+            escaped(name)
+        );
     }
     if t.tasks.is_empty() {
         return;
@@ -902,7 +903,7 @@ fn print_tasks(t: &TaskReport) {
     );
     for (key, n) in &t.instructions {
         let name = match key.rtos.and_then(|k| t.task(k)) {
-            Some(task) => format!("{} (trace ID {:#04x})", task.name, task.id),
+            Some(task) => format!("{} (trace ID {:#04x})", escaped(&task.name), task.id),
             None if cores.contains(&key.id) => {
                 format!("before the first switch (trace ID {:#04x})", key.id)
             }

@@ -8,6 +8,7 @@
 use super::table::ReportTable;
 use super::write::{csv_field, JsonRow, Report};
 use super::{ReportFormat, SortKey};
+use crate::escape::escaped;
 use crate::fast_map::FastMap;
 use crate::sinks::context::core_name;
 use crate::sinks::{EventCtx, RunInfo, ThreadKey};
@@ -126,15 +127,16 @@ impl ByTask {
                     };
                     writeln!(
                         out,
-                        "  {:>6.2}%  {:>12}  {:>6}  {name}",
+                        "  {:>6.2}%  {:>12}  {:>6}  {}",
                         share(t.instructions()),
                         t.instructions(),
-                        c
+                        c,
+                        escaped(name)
                     )?;
                 }
                 for (name, t) in &order {
                     writeln!(out)?;
-                    writeln!(out, "# task {name}")?;
+                    writeln!(out, "# task {}", escaped(name))?;
                     Report::new(t.rows(), sort, t.instructions(), t.cycles())
                         .write(ReportFormat::Text, out)?;
                 }
@@ -149,7 +151,7 @@ impl ByTask {
                     let report = Report::new(t.rows(), sort, t.instructions(), t.cycles());
                     let head = format!(
                         "{},{},{},{:.4},",
-                        csv_field(name),
+                        csv_field(&escaped(name)),
                         t.instructions(),
                         if cycles > 0 {
                             t.cycles().to_string()

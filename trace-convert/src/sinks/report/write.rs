@@ -189,7 +189,7 @@ impl JsonRow<'_> {
         write!(
             out,
             "{},{},{},{:.4},{},{:.4},",
-            csv_field(self.function),
+            csv_field(&escaped(self.function)),
             self.calls,
             self.self_instructions,
             self.self_percent,
