@@ -7,7 +7,10 @@ impl Input {
     /// The files that reading this input opens: its capture files (or
     /// saved-events file) and,
     /// for a snapshot, `snapshot.ini`, the other `.ini` files beside it,
-    /// the device files and the memory dumps.
+    /// the device files and the memory dumps; each path once, in the
+    /// order first named (a perf.data recording's processes name the
+    /// kernel's mapped files once each, and each name costs its caller a
+    /// `stat`).
     #[must_use]
     pub fn files(&self) -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = self.captures.iter().map(|c| c.path.clone()).collect();
@@ -27,6 +30,8 @@ impl Input {
             }
             v.extend(snap.buffers.iter().map(|b| b.path.clone()));
         }
+        let mut seen = std::collections::HashSet::new();
+        v.retain(|p| seen.insert(p.clone()));
         v
     }
 }
