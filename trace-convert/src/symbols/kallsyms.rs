@@ -14,7 +14,9 @@
 //! type at a higher address (the list has no sizes), the last one over
 //! one instruction (4 bytes). Bit 0 of an address marks Thumb code and is
 //! cleared, as in an ELF symbol table. Lines without an address (`nm`'s
-//! undefined symbols, `U name`) and empty lines are passed over.
+//! undefined symbols, `U name`) and empty lines are passed over. Symbols
+//! above 4 GiB are left out; a list with no other code symbol (a 64-bit
+//! kernel's) is an error that says so.
 //!
 //! ```
 //! use trace_convert::symbols::kallsyms;
@@ -44,6 +46,13 @@ pub enum KallsymsError {
     /// No line names a code symbol.
     #[error("no function symbols (type T, t or W) in the list")]
     NoFunctions,
+    /// Every code symbol lies above 4 GiB: the list of a 64-bit kernel,
+    /// whose code is not ARMv7's.
+    #[error("all {count} function symbols lie above 4 GiB (the list of a 64-bit kernel): ARMv7 code has 32-bit addresses")]
+    Above4GiB {
+        /// How many code symbols the list has.
+        count: usize,
+    },
     /// Every address is 0: `/proc/kallsyms` read without the right to see
     /// addresses.
     #[error("every address is 0: /proc/kallsyms hides addresses from unprivileged readers (read it as root, or set kernel.kptr_restrict=0)")]
@@ -105,6 +114,7 @@ pub fn parse(text: &str) -> Result<Vec<Function>, KallsymsError> {
     let mut all: Vec<u32> = Vec::new();
     let mut code: Vec<(u32, bool, &str)> = Vec::new();
     let mut nonzero = false;
+    let mut wide_code = 0usize;
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
         if line.is_empty() {
@@ -142,16 +152,21 @@ pub fn parse(text: &str) -> Result<Vec<Function>, KallsymsError> {
             return Err(bad());
         }
         nonzero |= addr != 0;
+        let code_kind = matches!(kind, 'T' | 't' | 'W');
         let Ok(addr) = u32::try_from(addr) else {
+            wide_code += usize::from(code_kind);
             continue;
         };
         all.push(addr & !1);
-        if matches!(kind, 'T' | 't' | 'W') {
+        if code_kind {
             code.push((addr & !1, addr & 1 == 1, name));
         }
     }
     if !nonzero && !all.is_empty() {
         return Err(KallsymsError::Hidden);
+    }
+    if code.is_empty() && wide_code > 0 {
+        return Err(KallsymsError::Above4GiB { count: wide_code });
     }
     if code.is_empty() {
         return Err(KallsymsError::NoFunctions);
@@ -260,6 +275,20 @@ bf000010 W weak_fn\t[ext4]
         let f = parse("ffffffc010080000 T arm64_fn\nc0008000 T arm_fn\n").expect("parses");
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].name, "arm_fn");
+    }
+
+    #[test]
+    fn a_list_with_every_function_above_4_gib_says_so() {
+        // An arm64 kernel's list: code and data, all 64-bit addresses.
+        let text = "ffffffc010000000 T _text\nffffffc010001000 t helper\nffffffc011000000 D data\n";
+        assert_eq!(
+            parse(text).expect_err("refused"),
+            KallsymsError::Above4GiB { count: 2 }
+        );
+        assert_eq!(
+            parse("ffffffc011000000 D data\n").expect_err("refused"),
+            KallsymsError::NoFunctions
+        );
     }
 
     #[cfg(target_os = "linux")]
