@@ -325,3 +325,46 @@ fn a_capture_read_as_the_wrong_protocol_fails_naming_the_right_one() {
     let out = run(&["decode", &ptm, "--protocol", "ptm", "--format", "none"]);
     assert_eq!(out.status.code(), Some(0), "{:?}", stderr_lines(&out));
 }
+
+/// A TPIU stream read without `--layout tpiu` decodes a few instructions
+/// by chance (with the ELF file, the bubble-sort SWO capture gives 14 of
+/// its 12,205): the run stands, with a warning naming the layout its
+/// bytes fit; read as the stream it is, no warning.
+#[test]
+fn a_capture_decoded_with_flags_it_does_not_fit_warns_naming_the_right_ones() {
+    let Some(real) = test_support::real_dir() else {
+        return;
+    };
+    let dir = real.join("stm32f407-swo/bubble-sort");
+    let swo = dir.join("swo.bin").display().to_string();
+    let elf = dir.join("target.elf").display().to_string();
+    let regs = [
+        "--protocol",
+        "etm",
+        "--etmcr",
+        "0x980",
+        "--etmidr",
+        "0x4114F250",
+        "--etmccer",
+        "0x18541800",
+        "--elf",
+        elf.as_str(),
+    ];
+    let warning = "warning: the capture's first bytes fit `--protocol etm --layout tpiu`";
+    for layout in ["raw", "tpiu"] {
+        for sub in ["decode", "convert"] {
+            let mut args = vec![sub, swo.as_str(), "--layout", layout];
+            args.extend(regs);
+            if sub == "decode" {
+                args.extend(["--format", "none"]);
+            } else {
+                args.extend(["--folded", "-"]);
+            }
+            let out = run(&args);
+            let lines = stderr_lines(&out);
+            assert_eq!(out.status.code(), Some(0), "{args:?}: {lines:?}");
+            let warned = lines.iter().filter(|l| l.contains(warning)).count();
+            assert_eq!(warned, usize::from(layout == "raw"), "{args:?}: {lines:?}");
+        }
+    }
+}

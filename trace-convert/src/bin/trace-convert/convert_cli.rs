@@ -713,7 +713,9 @@ fn conversion_failure(e: &ConvertError) -> ExitCode {
 
 /// Refuse a run that read capture bytes of instruction trace and decoded
 /// nothing from them (no output takes its final name; see
-/// [`super::nothing_decoded`]); saved events are taken as they are.
+/// [`super::nothing_decoded`]), and warn of one that decoded instructions
+/// from a capture whose bytes fit other flags ([`super::misfit_warning`]);
+/// saved events are taken as they are.
 fn check_decoded(
     args: &ConvertArgs,
     input: &Input,
@@ -730,10 +732,13 @@ fn check_decoded(
         .map(|r| r.nacc.values().sum::<u64>())
         .sum();
     let flags = args.source.flags();
-    match super::nothing_decoded(input, &flags, bytes, instructions, nacc) {
-        Some(why) => Err(fail(exit::CONFIG, why)),
-        None => Ok(()),
+    if let Some(why) = super::nothing_decoded(input, &flags, bytes, instructions, nacc) {
+        return Err(fail(exit::CONFIG, why));
     }
+    if let Some(w) = super::misfit_warning(input, &flags, instructions) {
+        eprintln!("trace-convert: warning: {w}");
+    }
+    Ok(())
 }
 
 /// List the outputs written and how to open each (`example`: of the

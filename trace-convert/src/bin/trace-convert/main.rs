@@ -482,6 +482,27 @@ fn nothing_decoded(
     ))
 }
 
+/// The warning for a run that decoded instructions from a capture file
+/// whose first bytes fit another protocol or layout clearly better than
+/// `flags` give (see [`trace_convert::hint`]): a TPIU stream read as a
+/// source's raw bytes decodes a few instructions by chance, and those
+/// are no failure of the run, but its events are not to be trusted.
+fn misfit_warning(input: &input::Input, flags: &SourceFlags, instructions: u64) -> Option<String> {
+    if instructions == 0 {
+        return None;
+    }
+    let (input::Kind::Capture, Some(c)) = (input.kind, input.captures.first()) else {
+        return None;
+    };
+    let f = trace_convert::hint::better(&c.path, flags)?;
+    Some(format!(
+        "the capture's first bytes fit `{}` ({:.0}% in packets, {:.1} errors per KiB), not the flags given: the events decoded are likely wrong; try that",
+        f.flags(),
+        100.0 * f.share(),
+        f.errors_per_kib()
+    ))
+}
+
 /// The exit code and message for a failed capture read.
 fn read_failure(e: ReadError) -> ExitCode {
     match e {
@@ -687,6 +708,11 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
         if let Some(why) = why.flatten() {
             // The listing does not take its final name.
             return Err(fail(exit::CONFIG, why));
+        }
+        if input.expects_instructions() {
+            if let Some(w) = misfit_warning(&input, &flags, totals.instructions) {
+                eprintln!("trace-convert: warning: {w}");
+            }
         }
         Ok(())
     })
