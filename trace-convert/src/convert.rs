@@ -1356,6 +1356,12 @@ pub fn convert_loaded(
         match summary {
             Ok(summary) => {
                 progress.done();
+                if capture.stream.is_some() {
+                    // A stream's size is what arrived.
+                    if let Some(c) = conv.report.captures.last_mut() {
+                        c.1 = summary.bytes;
+                    }
+                }
                 conv.add_parsed(&summary.parsed);
             }
             // Every sink stopped: the rest of the input is not needed.

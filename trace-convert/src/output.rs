@@ -27,7 +27,7 @@ mod cleanup;
 mod stale;
 mod target;
 
-pub use cleanup::remove_temporaries_on_signal;
+pub use cleanup::{remove_temporaries_on_signal, stop_streams_on_signal};
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};

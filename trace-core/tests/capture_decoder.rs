@@ -3,6 +3,8 @@
 //! decoded into a consumer on one thread and on two, and pulled as an
 //! iterator, from a byte slice and from the file, gives the same events in
 //! the same order and the same counters; every byte of the file is read.
+//! So does the capture read as a stream (pieces, and reads that have
+//! nothing new for now), its events handed on as its bytes arrive.
 
 #![cfg(feature = "parallel")]
 
@@ -136,11 +138,69 @@ fn every_way_in_gives_the_same_events() {
     assert!(got == want, "the caller's pool's events differ");
     assert_eq!(summary, want_summary);
 
+    // As a stream: pieces of odd sizes, with reads that have nothing new
+    // for now (`WouldBlock`) between them, on two threads and on one.
+    for jobs in [2, 1] {
+        let given = std::cell::Cell::new(0usize);
+        let mut first_at = None;
+        let mut d = decoder(&memory, DecodeOptions::chosen_jobs(jobs));
+        let mut got = Vec::new();
+        let summary = d
+            .run(
+                Trickle {
+                    bytes: &capture,
+                    given: &given,
+                    reads: 0,
+                },
+                &mut each_event(|e| {
+                    first_at.get_or_insert(given.get());
+                    got.push(*e);
+                    Ok(())
+                }),
+            )
+            .expect("decodes");
+        assert!(got == want, "the streamed events differ ({jobs} threads)");
+        assert_eq!(summary, want_summary);
+        // Events are handed on as the bytes arrive, not at the end.
+        let first_at = first_at.expect("events");
+        assert!(
+            first_at < capture.len() / 2,
+            "first event after {first_at} of {} bytes ({jobs} threads)",
+            capture.len()
+        );
+        if jobs == 2 {
+            assert!(d.parallel_stats().chunks > 4, "{:?}", d.parallel_stats());
+        }
+    }
+
     // Pulled.
     let mut pulled = decoder(&memory, DecodeOptions::default()).events(&capture[..]);
     let got: Vec<Event> = pulled.by_ref().map(|e| e.expect("decodes")).collect();
     assert!(got == want, "the pulled events differ");
     assert_eq!(pulled.summary(), want_summary);
+}
+
+/// A stream: `bytes` handed out in pieces of 1 to 4099 bytes, a read
+/// in three saying that nothing new has come (`WouldBlock`); `given`
+/// counts the bytes handed out.
+struct Trickle<'a> {
+    bytes: &'a [u8],
+    given: &'a std::cell::Cell<usize>,
+    reads: usize,
+}
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.reads += 1;
+        if self.reads % 3 == 0 && !self.bytes.is_empty() {
+            return Err(std::io::ErrorKind::WouldBlock.into());
+        }
+        let n = (self.reads * 1237 % 4099 + 1).min(buf.len()).min(self.bytes.len());
+        buf[..n].copy_from_slice(&self.bytes[..n]);
+        self.bytes = &self.bytes[n..];
+        self.given.set(self.given.get() + n);
+        Ok(n)
+    }
 }
 
 #[test]

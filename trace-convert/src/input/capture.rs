@@ -150,7 +150,11 @@ pub fn decoder(
     spec: &CaptureSpec,
     mut memory: impl FnMut(&str) -> Arc<dyn MemoryImage>,
 ) -> Result<Builder, ReadError> {
-    let mut b = CaptureDecoder::builder(spec.layout).size_hint(spec.size());
+    let mut b = CaptureDecoder::builder(spec.layout);
+    // A stream's size is not known: taken to be large.
+    if spec.stream.is_none() {
+        b = b.size_hint(spec.size());
+    }
     for s in &spec.sources {
         b = b.source(s.decoder_config()?).memory(s.id, memory(&s.name));
     }
@@ -165,16 +169,21 @@ pub fn decoder(
     Ok(b)
 }
 
-/// The bytes of the capture of `spec`: the file, or its range.
+/// The bytes of the capture of `spec`: the file, or its range, or the
+/// stream as it arrives ([`super::stream`]).
 ///
 /// # Errors
 ///
-/// [`ReadError::Io`] when the file cannot be opened or its range found.
+/// [`ReadError::Io`] when the file cannot be opened or its range found,
+/// or the stream's connection cannot be made.
 pub fn open(spec: &CaptureSpec) -> Result<Box<dyn Read + Send>, ReadError> {
     let io_err = |source| ReadError::Io {
         path: spec.path.clone(),
         source,
     };
+    if let Some(s) = &spec.stream {
+        return Ok(Box::new(super::stream::open(s).map_err(io_err)?));
+    }
     let mut file = spec.open().map_err(io_err)?;
     Ok(match spec.range {
         Some((start, len)) => {

@@ -65,6 +65,9 @@ pub struct SourceFlags {
     /// are also looked for, by build ID (`perf`'s `$PERF_BUILDID_DIR`,
     /// else `~/.debug`, as the command line fills it in); `None`: none.
     pub build_id_cache: Option<std::path::PathBuf>,
+    /// For a stream: the snapshot directory whose configuration (sources,
+    /// registers, memory images) describes its bytes (`--snapshot`).
+    pub snapshot: Option<std::path::PathBuf>,
 }
 
 fn set(reg: &mut u32, bit: u32, on: Option<bool>) {
@@ -171,6 +174,7 @@ impl SourceFlags {
             within: None,
             range: None,
             task: None,
+            stream: None,
         })
     }
 }

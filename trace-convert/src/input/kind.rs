@@ -29,12 +29,16 @@ impl Kind {
     /// The kind of the input at `path`: a folder is a snapshot directory,
     /// a regular file starting with the perf.data magic a recording, one
     /// starting with the saved-events magic saved events, any other file a
-    /// capture.
+    /// capture; so is a stream ([`super::stream::Stream::parse`]: it is
+    /// not read here).
     ///
     /// # Errors
     ///
     /// [`InputError::NotFound`] when nothing is at `path`.
     pub fn detect(path: &Path) -> Result<Kind, InputError> {
+        if super::stream::Stream::parse(path).is_some() {
+            return Ok(Kind::Capture);
+        }
         if path.is_dir() {
             return Ok(Kind::Snapshot);
         }

@@ -10,6 +10,10 @@
 //! - [`flags`]: a capture file described by command-line flags;
 //! - [`saved`]: events saved by an earlier run (`--save-events`).
 //!
+//! A capture's bytes may also come as they arrive ([`stream`]: a TCP
+//! connection, standard input, a FIFO), described by the flags or by a
+//! snapshot's configuration (`--snapshot DIR`).
+//!
 //! [`source`] describes captures and their sources for all of them,
 //! [`refine`] applies the flags to the sources a snapshot or recording
 //! describes, [`memory`] loads the images, [`files`] lists what an input
@@ -31,6 +35,7 @@ pub mod saved;
 pub mod shown;
 pub mod snapshot;
 pub mod source;
+pub mod stream;
 
 use flags::SourceFlags;
 pub use kind::Kind;
@@ -58,6 +63,10 @@ pub enum InputError {
         source::Protocol::flag_list()
     )]
     NoProtocol(PathBuf),
+    /// A stream was given with `--snapshot` but the snapshot describes no
+    /// capture.
+    #[error("{0}: the snapshot describes no trace buffer whose configuration a stream could take")]
+    NoStreamConfig(PathBuf),
     /// The snapshot holds no trace buffer.
     #[error("{0}: the snapshot names no trace buffer")]
     NoBuffers(PathBuf),
@@ -120,7 +129,8 @@ pub struct Input {
 
 /// Resolve `path`, a snapshot directory, a perf.data file (known by its
 /// magic) or a capture file ([`Kind::detect`]), with `flags`, by the
-/// module of its kind.
+/// module of its kind; or a stream ([`stream::Stream::parse`]), described
+/// by the flags or by the snapshot of [`SourceFlags::snapshot`].
 ///
 /// For a snapshot or a perf.data file, register-level flags refine every
 /// source's registers and `--trace-id` keeps only that source
@@ -132,6 +142,9 @@ pub struct Input {
 /// names no buffer, the perf.data file is damaged or holds no ETMv3/PTM
 /// trace, or a capture file comes without a protocol.
 pub fn resolve(path: &Path, flags: &SourceFlags) -> Result<Input, InputError> {
+    if let Some(stream) = stream::Stream::parse(path) {
+        return stream::resolve(path, stream, flags);
+    }
     match Kind::detect(path)? {
         Kind::Snapshot => refine::refine(path, snapshot::open(path)?, flags),
         Kind::PerfData => {

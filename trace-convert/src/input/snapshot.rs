@@ -795,6 +795,7 @@ impl CaptureSpec {
                     within: Some((snap.folder.clone(), buffer.file.clone())),
                     range: None,
                     task: None,
+                    stream: None,
                 }
             })
             .collect()

@@ -48,6 +48,10 @@ pub struct CaptureSpec {
     /// The Linux thread whose trace the capture is (a per-thread perf.data
     /// recording), when known.
     pub task: Option<Task>,
+    /// The stream the capture's bytes come from as they arrive (a TCP
+    /// connection, standard input, a FIFO), instead of the file `path`
+    /// (which then spells the stream).
+    pub stream: Option<super::stream::StreamSpec>,
 }
 
 /// A Linux thread and its process, as a perf.data recording names them
@@ -89,12 +93,19 @@ impl CaptureSpec {
     /// Open the capture file: through the snapshot folder for a snapshot's
     /// buffer (so it cannot lead outside), and in every case only when
     /// what was opened is a regular file (a FIFO or a device is refused,
-    /// without blocking).
+    /// without blocking). A stream is opened by [`super::capture::open`].
     ///
     /// # Errors
     ///
-    /// The error of opening it, or of it not being a regular file.
+    /// The error of opening it, or of it not being a regular file (or the
+    /// capture being a stream).
     pub fn open(&self) -> std::io::Result<std::fs::File> {
+        if let Some(s) = &self.stream {
+            return Err(std::io::Error::other(format!(
+                "{} is a stream, read as it arrives",
+                s.stream
+            )));
+        }
         match &self.within {
             Some((folder, name)) if folder.path().join(name) == self.path => folder.open_file(name),
             _ => trace_core::memory::open_regular(&self.path),
@@ -102,9 +113,12 @@ impl CaptureSpec {
     }
 
     /// The size of the capture (of its range of the file), 0 when it
-    /// cannot be opened (the error comes when it is read).
+    /// cannot be opened (the error comes when it is read) or is a stream.
     #[must_use]
     pub fn size(&self) -> u64 {
+        if self.stream.is_some() {
+            return 0;
+        }
         if let Some((_, len)) = self.range {
             return len;
         }

@@ -2,7 +2,8 @@
 //! a signal that ends the process can remove them.
 
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// Every temporary file not yet renamed or removed, with its ticket.
 static TEMPORARIES: Mutex<Vec<(u64, PathBuf)>> = Mutex::new(Vec::new());
@@ -46,6 +47,20 @@ impl Drop for Ticket {
     }
 }
 
+/// The flag a stream input registered ([`stop_streams_on_signal`]): the
+/// next SIGINT or SIGTERM sets it instead of ending the process.
+static STREAM_STOP: Mutex<Option<Arc<AtomicBool>>> = Mutex::new(None);
+
+/// From now on, the next SIGINT or SIGTERM sets `flag` (a stream input's
+/// [`Stop`](crate::input::stream::Stop)) instead of removing the outputs
+/// and ending the process: for a stream, Ctrl-C is its normal end, and
+/// the outputs of what arrived are committed. A second signal does what
+/// [`remove_temporaries_on_signal`] says. Without that call (no handler
+/// thread), nothing.
+pub fn stop_streams_on_signal(flag: Arc<AtomicBool>) {
+    *STREAM_STOP.lock().unwrap_or_else(PoisonError::into_inner) = Some(flag);
+}
+
 /// From now on, when SIGINT, SIGTERM or SIGHUP arrives, remove every
 /// temporary output file and then end the process as that signal does by
 /// default (so the parent sees the signal). A no-op where there are no
@@ -66,7 +81,17 @@ pub fn remove_temporaries_on_signal() -> std::io::Result<()> {
         std::thread::Builder::new()
             .name("output-cleanup".into())
             .spawn(move || {
-                if let Some(signal) = signals.forever().next() {
+                for signal in signals.forever() {
+                    if signal != SIGHUP {
+                        let stream = STREAM_STOP
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .take();
+                        if let Some(stop) = stream {
+                            stop.store(true, Ordering::SeqCst);
+                            continue;
+                        }
+                    }
                     // Held to the end: nothing is created or renamed after.
                     let held = hold();
                     for (_, path) in held.0.iter() {

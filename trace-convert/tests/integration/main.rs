@@ -58,6 +58,7 @@ mod perf_linux;
 mod perf_recordings;
 mod perf_threads;
 mod report_cli;
+mod stream_inputs;
 mod report_counts;
 mod snapshot;
 mod snapshot_hostile;

@@ -75,7 +75,11 @@ impl<R: Read> Events<R> {
         let n = loop {
             match self.input.read(&mut self.buf) {
                 Ok(n) => break n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                    ) => {}
                 Err(e) => return Err(CaptureError::Read(e)),
             }
         };

@@ -242,6 +242,14 @@ impl CaptureDecoder {
     /// [`Delivery::Event`] (the consumer does the part's work on it as
     /// fast).
     ///
+    /// `input` may be a stream (a socket, a pipe): bytes are decoded as
+    /// they arrive, and a read that fails with
+    /// [`io::ErrorKind::WouldBlock`] says that nothing new has come for a
+    /// while, so that the chunks read so far are decoded and handed on
+    /// rather than held for a full chunk (the read is then tried again;
+    /// such a read should itself wait a little first). Memory stays
+    /// bounded however long the stream runs.
+    ///
     /// # Errors
     ///
     /// [`CaptureError`] when the capture cannot be read, the threads

@@ -242,7 +242,11 @@ pub(crate) fn decode_chunks<R: Read, T: Consumer + ?Sized>(
     loop {
         chunks.hand_out(threads.pool())?;
         let Some(q) = chunks.queue.pop_front() else {
-            break;
+            if chunks.eof {
+                break;
+            }
+            // A stream with nothing new for now: read again.
+            continue;
         };
         let done = chunks.wait_for(&q)?;
         chunks.join(plan, &q, done, &mut sink)?;
@@ -487,7 +491,9 @@ impl<R: Read> Chunks<R> {
                 .next_window(chunk, per_window, scan)
                 .map_err(CaptureError::Read)?;
             let Some(window) = window else {
-                self.eof = true;
+                // A stream with too few new bytes for now: join what is
+                // out before reading again.
+                self.eof = !self.reader.idle;
                 break;
             };
             if self.images.len() != self.memories.len() {

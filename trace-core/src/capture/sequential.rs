@@ -40,7 +40,11 @@ pub fn read_items<R: Read>(
         let n = match input.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            // A stream with nothing new for now: what it sent is handed
+            // on already.
+            Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock) => {
+                continue
+            }
             Err(e) => return Err(CaptureError::Read(e)),
         };
         bytes += n as u64;

@@ -606,11 +606,10 @@ fn open_input(
     plan: &mut OutputPlan,
 ) -> Result<Input, ExitCode> {
     let mut input = if args.from_events.is_some() {
-        input::saved::open(p)
+        input::saved::open(p).map_err(|e| fail(input_code(&e), e))?
     } else {
-        input::resolve(p, &args.source.flags())
-    }
-    .map_err(|e| fail(input_code(&e), e))?;
+        args.source.resolve(p)?
+    };
     args.source
         .keep_ids(&mut input)
         .map_err(|e| fail(exit::CONFIG, e))?;

@@ -312,6 +312,42 @@ struct SourceArgs {
     /// found by their absolute path (as `perf report --symfs`).
     #[arg(help_heading = "Input", long, value_name = "DIR")]
     symfs: Option<PathBuf>,
+    /// A stream's configuration (sources, registers, memory images) from
+    /// this snapshot directory's first trace buffer, while its bytes come
+    /// from the stream.
+    #[arg(help_heading = "Streams (tcp://HOST:PORT, -, a FIFO)", long, value_name = "DIR")]
+    snapshot: Option<PathBuf>,
+    /// End a stream after this long (e.g. 30s, 500ms, 2m; a number alone
+    /// is seconds); it also ends when its peer closes it, or on Ctrl-C.
+    #[arg(help_heading = "Streams (tcp://HOST:PORT, -, a FIFO)", long, value_name = "TIME", value_parser = parse_duration)]
+    duration: Option<std::time::Duration>,
+    /// Connect again when a TCP stream closes or drops (until Ctrl-C or
+    /// --duration) rather than ending there (a close) or failing (a
+    /// drop).
+    #[arg(help_heading = "Streams (tcp://HOST:PORT, -, a FIFO)", long)]
+    reconnect: bool,
+}
+
+/// A duration: a number and a unit (`ms`, `s`, `m`, `h`; none: seconds).
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        u => return Err(format!("`{s}`: unknown unit `{u}` (ms, s, m or h)")),
+    };
+    num.parse::<f64>()
+        .ok()
+        .map(|v| v * scale)
+        .filter(|v| v.is_finite() && *v >= 0.0 && *v < 1e9)
+        .map(std::time::Duration::from_secs_f64)
+        .ok_or_else(|| format!("`{s}` is not a duration (e.g. 30s, 500ms, 2m)"))
 }
 
 fn parse_u32(s: &str) -> Result<u32, String> {
@@ -378,7 +414,42 @@ impl SourceArgs {
             alt_branch: on(self.alt_branch),
             symfs: self.symfs.clone(),
             build_id_cache: build_id_cache(),
+            snapshot: self.snapshot.clone(),
         }
+    }
+
+    /// The input at `path`, described by these flags; a stream is read as
+    /// [`SourceArgs::live`] says. On failure, the exit code (the message is
+    /// printed).
+    fn resolve(&self, path: &Path) -> Result<Input, ExitCode> {
+        let mut input =
+            input::resolve(path, &self.flags()).map_err(|e| fail(input_code(&e), e))?;
+        if input.is_stream() {
+            input.set_live(&self.live());
+        } else if self.snapshot.is_some() || self.duration.is_some() || self.reconnect {
+            return Err(fail(
+                exit::USAGE,
+                format!(
+                    "{}: --snapshot, --duration and --reconnect are for streams \
+                     (tcp://HOST:PORT, - for standard input, a FIFO)",
+                    escaped(&path.display().to_string())
+                ),
+            ));
+        }
+        Ok(input)
+    }
+
+    /// How a stream input is read: until `--duration` or Ctrl-C (the next
+    /// SIGINT or SIGTERM stops it, and the outputs of what arrived are
+    /// committed), connecting again with `--reconnect`.
+    fn live(&self) -> input::stream::Live {
+        let live = input::stream::Live {
+            duration: self.duration,
+            reconnect: self.reconnect,
+            ..input::stream::Live::default()
+        };
+        trace_convert::output::stop_streams_on_signal(live.stop.flag());
+        live
     }
 }
 
@@ -526,7 +597,7 @@ fn listing_input<'p>(
     let named = std::iter::once(args.path.as_path()).chain(named);
     let plan = listing_plan(output, named)?;
     let mut input =
-        input::resolve(&args.path, &args.flags()).map_err(|e| fail(input_code(&e), e))?;
+        args.source.resolve(&args.path)?;
     if input.saved.is_some() {
         return Err(fail(
             exit::USAGE,

@@ -232,6 +232,7 @@ fn capture_of(
         within: None,
         range: Some((p.start, p.len)),
         task,
+        stream: None,
     }
 }
 

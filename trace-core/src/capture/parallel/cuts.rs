@@ -111,6 +111,10 @@ pub(super) struct Reader<R> {
     id_before: Option<u8>,
     /// Bytes read so far.
     pub(super) read: u64,
+    /// The last [`Reader::next_window`] found no window because the input
+    /// had nothing new for now (a stream's `WouldBlock`), not because it
+    /// ended.
+    pub(super) idle: bool,
 }
 
 /// The A-sync pattern, PTM and ETMv3 alike (a longer zero run ends in it).
@@ -128,12 +132,16 @@ impl<R: Read> Reader<R> {
             before: Vec::new(),
             id_before: None,
             read: 0,
+            idle: false,
         }
     }
 
     /// The next window of up to `chunks` chunks of about `chunk` bytes
     /// (raw input: looking up to `scan` bytes past each nominal cut for an
-    /// A-sync); `None` at the end of the capture.
+    /// A-sync); `None` at the end of the capture, or (with
+    /// [`Reader::idle`] set) when a stream has too few new bytes for now.
+    /// A stream that has had nothing new for a while (its read returns
+    /// `WouldBlock`) gets a window of what has arrived, however short.
     ///
     /// # Errors
     ///
@@ -152,8 +160,10 @@ impl<R: Read> Reader<R> {
         let raw = self.layout == Layout::Raw;
         let want = chunk * chunks + if raw { scan + ASYNC.len() } else { 0 };
         let mut bytes = std::mem::take(&mut self.carry);
-        self.fill(&mut bytes, want)?;
-        if bytes.is_empty() {
+        let least = if raw { 1 } else { FRAME_SIZE };
+        self.idle = !self.fill(&mut bytes, want, least)?;
+        if self.idle || bytes.is_empty() {
+            self.carry = bytes;
             return Ok(None);
         }
         let len = bytes.len();
@@ -223,10 +233,13 @@ impl<R: Read> Reader<R> {
         Ok(Some(window))
     }
 
-    /// Read until `bytes` holds `want` bytes or the capture ends.
-    fn fill(&mut self, bytes: &mut Vec<u8>, want: usize) -> io::Result<()> {
+    /// Read until `bytes` holds `want` bytes or the capture ends, or,
+    /// when a read says the input has nothing new for now (`WouldBlock`),
+    /// until it holds `least` bytes. False when it stopped on such a read
+    /// with fewer.
+    fn fill(&mut self, bytes: &mut Vec<u8>, want: usize, least: usize) -> io::Result<bool> {
         if bytes.len() >= want || self.eof {
-            return Ok(());
+            return Ok(true);
         }
         let have = bytes.len();
         bytes.resize(want, 0);
@@ -242,11 +255,15 @@ impl<R: Read> Reader<R> {
                     self.read += n as u64;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    bytes.truncate(filled);
+                    return Ok(filled >= least);
+                }
                 Err(e) => return Err(e),
             }
         }
         bytes.truncate(filled);
-        Ok(())
+        Ok(true)
     }
 }
 
