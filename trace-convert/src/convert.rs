@@ -645,6 +645,12 @@ impl<'a> Converter<'a> {
         self.report.captures.push((path, bytes));
     }
 
+    /// The instructions counted so far in the run, every source's.
+    #[must_use]
+    pub fn instructions_so_far(&self) -> u64 {
+        self.ids.iter().map(|l| l.report.instructions).sum()
+    }
+
     /// Call every sink's `begin` (done by the first event otherwise).
     ///
     /// # Errors
@@ -1439,11 +1445,21 @@ impl<P: Progress> Consumer for Feed<'_, '_, '_, P> {
 
     #[inline(always)]
     fn take(&mut self, d: Delivery<'_>) -> io::Result<()> {
-        match d {
-            Delivery::Event(e) | Delivery::Folded(e) => self.progress.at(e.offset),
-            Delivery::Part { chunk_end, .. } => self.progress.at(chunk_end),
+        let part = match d {
+            Delivery::Event(e) | Delivery::Folded(e) => {
+                self.progress.at(e.offset);
+                false
+            }
+            Delivery::Part { chunk_end, .. } => {
+                self.progress.at(chunk_end);
+                true
+            }
+        };
+        self.conv.deliver_from(d, self.memory)?;
+        if part {
+            self.tell_instructions();
         }
-        self.conv.deliver_from(d, self.memory)
+        Ok(())
     }
 
     #[inline(always)]
@@ -1451,7 +1467,9 @@ impl<P: Progress> Consumer for Feed<'_, '_, '_, P> {
         if let Some(last) = events.last() {
             self.progress.at(last.offset);
         }
-        self.conv.take_slice(events, self.memory)
+        self.conv.take_slice(events, self.memory)?;
+        self.tell_instructions();
+        Ok(())
     }
 
     #[inline(always)]
@@ -1460,6 +1478,18 @@ impl<P: Progress> Consumer for Feed<'_, '_, '_, P> {
             self.progress.at(last.offset);
         }
         self.conv
-            .take_each(run.iter().map(|(_, e)| e), self.memory, !folded)
+            .take_each(run.iter().map(|(_, e)| e), self.memory, !folded)?;
+        self.tell_instructions();
+        Ok(())
+    }
+}
+
+impl<P: Progress> Feed<'_, '_, '_, P> {
+    /// Tell the progress the instructions so far, when it wants them.
+    #[inline(always)]
+    fn tell_instructions(&mut self) {
+        if self.progress.wants_instructions() {
+            self.progress.instructions(self.conv.instructions_so_far());
+        }
     }
 }

@@ -15,6 +15,16 @@ pub trait Progress {
     fn at(&mut self, offset: u64);
     /// Decoding of the capture has ended.
     fn done(&mut self);
+    /// Whether [`Progress::instructions`] is wanted (it costs a sum over
+    /// the sources each time).
+    fn wants_instructions(&self) -> bool {
+        false
+    }
+    /// The instructions decoded so far in the run (told now and then,
+    /// when [`Progress::wants_instructions`]).
+    fn instructions(&mut self, total: u64) {
+        let _ = total;
+    }
 }
 
 /// No progress shown.

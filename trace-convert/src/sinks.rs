@@ -80,6 +80,7 @@ pub mod perfetto;
 pub mod registry;
 pub mod report;
 pub mod tasks;
+pub mod top;
 
 mod context;
 mod dyn_sink;

@@ -195,7 +195,9 @@ impl std::io::Read for Trickle<'_> {
         if self.reads % 3 == 0 && !self.bytes.is_empty() {
             return Err(std::io::ErrorKind::WouldBlock.into());
         }
-        let n = (self.reads * 1237 % 4099 + 1).min(buf.len()).min(self.bytes.len());
+        let n = (self.reads * 1237 % 4099 + 1)
+            .min(buf.len())
+            .min(self.bytes.len());
         buf[..n].copy_from_slice(&self.bytes[..n]);
         self.bytes = &self.bytes[n..];
         self.given.set(self.given.get() + n);

@@ -411,8 +411,12 @@ mod tests {
         #[cfg(unix)]
         {
             let fifo = dir.path().join("fifo");
-            rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::from_raw_mode(0o600))
-                .expect("mkfifo");
+            rustix::fs::mkfifoat(
+                rustix::fs::CWD,
+                &fifo,
+                rustix::fs::Mode::from_raw_mode(0o600),
+            )
+            .expect("mkfifo");
             assert_eq!(Stream::parse(&fifo), Some(Stream::Fifo(fifo.clone())));
             assert_eq!(
                 Stream::parse(Path::new("/dev/null")),

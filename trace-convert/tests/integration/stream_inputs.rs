@@ -30,7 +30,11 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 /// The three outputs compared.
-const OUTPUTS: [(&str, &str); 3] = [("--folded", "folded"), ("--lcov", "info"), ("--report", "txt")];
+const OUTPUTS: [(&str, &str); 3] = [
+    ("--folded", "folded"),
+    ("--lcov", "info"),
+    ("--report", "txt"),
+];
 
 /// A conversion of `input` with `extra` arguments into `dir/NAME.*`,
 /// with `jobs` decoding threads.
@@ -168,7 +172,11 @@ fn streams_give_the_files_outputs() {
         "0x10",
     ];
     let file = snap.join("trace.bin");
-    succeeds(&command(&file, &flags, &dir, "flags-file", 1).output().expect("run"));
+    succeeds(
+        &command(&file, &flags, &dir, "flags-file", 1)
+            .output()
+            .expect("run"),
+    );
     let (addr, peer) = server(trace, None);
     succeeds(
         &command(Path::new(&addr), &flags, &dir, "flags-tcp", 2)
@@ -193,7 +201,9 @@ fn a_long_stream_decoded_on_two_threads_gives_the_files_outputs() {
         let e = e.expect("entry");
         std::fs::copy(e.path(), snap.join(e.file_name())).expect("copy");
     }
-    let trace = std::fs::read(snap.join("trace.bin")).expect("trace").repeat(60);
+    let trace = std::fs::read(snap.join("trace.bin"))
+        .expect("trace")
+        .repeat(60);
     std::fs::write(snap.join("trace.bin"), &trace).expect("write");
     succeeds(&command(&snap, &[], &dir, "file", 1).output().expect("run"));
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -274,7 +284,12 @@ fn the_duration_ends_a_stream() {
     succeeds(&command(&snap, &[], &dir, "file", 1).output().expect("run"));
     let (tx, rx) = mpsc::channel();
     let (addr, peer) = server(trace, Some(rx));
-    let args = ["--snapshot", snap.to_str().expect("utf-8"), "--duration", "2s"];
+    let args = [
+        "--snapshot",
+        snap.to_str().expect("utf-8"),
+        "--duration",
+        "2s",
+    ];
     let out = command(Path::new(&addr), &args, &dir, "tcp", 2)
         .output()
         .expect("run");

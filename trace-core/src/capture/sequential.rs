@@ -42,7 +42,12 @@ pub fn read_items<R: Read>(
             Ok(n) => n,
             // A stream with nothing new for now: what it sent is handed
             // on already.
-            Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                ) =>
+            {
                 continue
             }
             Err(e) => return Err(CaptureError::Read(e)),

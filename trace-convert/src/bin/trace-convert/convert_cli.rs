@@ -302,20 +302,66 @@ fn elves_in(dir: &Path) -> Vec<PathBuf> {
 
 /// Run a conversion as `args` say; the exit code (messages printed).
 pub fn run(args: &ConvertArgs) -> ExitCode {
-    match convert_as(args) {
+    match convert_as(args, None) {
         Ok(()) => ExitCode::SUCCESS,
         Err(code) => code,
+    }
+}
+
+/// A view that watches a conversion as it goes (`top`): a sink of its
+/// own among the outputs' (none needed), a stop flag that also ends a
+/// stream, and what it does while the decode runs.
+pub trait Watch {
+    /// Its sink.
+    fn sink(&mut self) -> Box<dyn trace_convert::sinks::DynSink + 'static>;
+    /// The flag that stops the decode (and a stream).
+    fn stop(&self) -> input::stream::Stop;
+    /// The input is about to be decoded: `name` names it, `received`
+    /// counts a stream's bytes (`None`: a file, of `size` bytes).
+    fn started(&mut self, name: &str, received: Option<input::stream::Received>, size: u64);
+    /// How far the decode has got (a file's byte offset).
+    fn progress(&mut self) -> &mut dyn trace_convert::progress::Progress;
+    /// The decode has ended (or failed): show the last view as asked, and
+    /// give the terminal back.
+    fn ended(&mut self);
+}
+
+/// Run a conversion as `args` say, watched by `watch`; the exit code
+/// (messages printed).
+pub fn run_watched(args: &ConvertArgs, watch: &mut dyn Watch) -> ExitCode {
+    match convert_as(args, Some(watch)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(code) => code,
+    }
+}
+
+/// A [`trace_convert::progress::Progress`] through a `&mut dyn`.
+struct DynProgress<'a>(&'a mut dyn trace_convert::progress::Progress);
+
+impl trace_convert::progress::Progress for DynProgress<'_> {
+    fn start(&mut self, path: &Path, size: u64) {
+        self.0.start(path, size);
+    }
+    fn at(&mut self, offset: u64) {
+        self.0.at(offset);
+    }
+    fn done(&mut self) {
+        self.0.done();
     }
 }
 
 /// The steps of [`run`]: every output and input checked, then the
 /// symbols, input and memory read, before any output is created; then
 /// one conversion into all of them, committed together.
-fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
+fn convert_as(args: &ConvertArgs, watch: Option<&mut dyn Watch>) -> Result<(), ExitCode> {
     let (path, elves, example) = choose_input(args)?;
     let saved = args.from_events.is_some()
         || input::Kind::detect(&path).is_ok_and(|k| k == input::Kind::SavedEvents);
-    let targets = choose_targets(args, &path, example, !elves.is_empty(), saved)?;
+    let targets = if watch.is_some() && args.outputs.is_empty() {
+        Vec::new()
+    } else {
+        choose_targets(args, &path, example, !elves.is_empty(), saved)?
+    };
     let mut plan = plan_outputs(args, &targets, &path, &elves)?;
     check_input_path(Some(&path))?;
     let symbols = load_symbols(args, &elves, &targets)?;
@@ -323,7 +369,8 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
         elves,
         raw: args.mem.clone(),
     };
-    let input = open_input(args, &path, &extra, &mut plan)?;
+    let stop = watch.as_ref().map(|w| w.stop());
+    let input = open_input(args, &path, &extra, &mut plan, stop)?;
     if let Some(saved) = &input.saved {
         check_images(saved, &extra.elves, &args.mem, args.ignore_image_mismatch)
             .map_err(|e| fail(exit::INPUT, e))?;
@@ -373,9 +420,28 @@ fn convert_as(args: &ConvertArgs) -> Result<(), ExitCode> {
         conv.add_sink(sink);
     }
     input.captures.iter().for_each(super::print_skipped);
-    let mut bar = crate::progress_bar::Bar::new(!args.no_progress && input.saved.is_none());
-    let report = convert::convert_loaded(&input, &read.images, conv, &mut bar)
-        .map_err(|e| conversion_failure(&e))?;
+    let report = match watch {
+        Some(w) => {
+            conv.add_sink(w.sink());
+            let received = input
+                .captures
+                .iter()
+                .find_map(|c| c.stream.as_ref().map(|s| s.live.received.clone()));
+            let size = input.captures.iter().map(|c| c.size()).sum();
+            w.started(&path.display().to_string(), received, size);
+            let done =
+                convert::convert_loaded(&input, &read.images, conv, &mut DynProgress(w.progress()));
+            w.ended();
+            done
+        }
+        None => {
+            let stream = input.captures.iter().find_map(|c| c.stream.as_ref());
+            let mut bar = crate::progress_bar::Bar::new(!args.no_progress && input.saved.is_none())
+                .streaming(stream.map(|s| s.live.received.clone()));
+            convert::convert_loaded(&input, &read.images, conv, &mut bar)
+        }
+    }
+    .map_err(|e| conversion_failure(&e))?;
     check_decoded(args, &input, &report)?;
     // Every output is complete: all of them take their final names now.
     set.commit().map_err(|e| output_failure(&e))?;
@@ -604,11 +670,12 @@ fn open_input(
     p: &Path,
     extra: &ExtraMemory,
     plan: &mut OutputPlan,
+    stop: Option<input::stream::Stop>,
 ) -> Result<Input, ExitCode> {
     let mut input = if args.from_events.is_some() {
         input::saved::open(p).map_err(|e| fail(input_code(&e), e))?
     } else {
-        args.source.resolve(p)?
+        args.source.resolve_stopped(p, stop)?
     };
     args.source
         .keep_ids(&mut input)
@@ -743,6 +810,9 @@ fn check_decoded(
 /// List the outputs written and how to open each (`example`: of the
 /// bundled example, whose source paths lead from the repository root).
 fn print_written(targets: &[Target], example: bool) {
+    if targets.is_empty() {
+        return;
+    }
     eprintln!("trace-convert: wrote:");
     for t in targets {
         let what = t.format.what;

@@ -33,6 +33,7 @@ mod listing_threads;
 mod outputs_cli;
 mod progress_bar;
 mod report_cli;
+mod top_cli;
 mod typo;
 mod window_cli;
 
@@ -119,6 +120,20 @@ enum Command {
     ///   trace-convert report TC2 --format csv -o tc2.csv
     #[command(verbatim_doc_comment)]
     Report(report_cli::ReportArgs),
+    /// A live view of the functions that run most, refreshed about once a
+    /// second while a stream (or a file) decodes, as orbtop's: per RTOS
+    /// task when tasks are known, exceptions per second and the trace's
+    /// health (gaps, overflows). q or Ctrl-C quits.
+    ///
+    /// Takes every argument of `convert` (outputs are optional and are
+    /// written from the same decode). See docs/live.md.
+    ///
+    /// Examples:
+    ///   trace-convert top                          (the bundled example)
+    ///   trace-convert top tcp://localhost:3402 --snapshot app.snapshot --elf app.elf
+    ///   trace-convert top PTM_0_2.bin --protocol ptm --elf app.elf --once
+    #[command(verbatim_doc_comment)]
+    Top(top_cli::TopArgs),
     /// Shell completions and man pages (`cargo xtask assets` runs it).
     #[command(hide = true)]
     Assets(assets_cli::AssetsArgs),
@@ -315,7 +330,11 @@ struct SourceArgs {
     /// A stream's configuration (sources, registers, memory images) from
     /// this snapshot directory's first trace buffer, while its bytes come
     /// from the stream.
-    #[arg(help_heading = "Streams (tcp://HOST:PORT, -, a FIFO)", long, value_name = "DIR")]
+    #[arg(
+        help_heading = "Streams (tcp://HOST:PORT, -, a FIFO)",
+        long,
+        value_name = "DIR"
+    )]
     snapshot: Option<PathBuf>,
     /// End a stream after this long (e.g. 30s, 500ms, 2m; a number alone
     /// is seconds); it also ends when its peer closes it, or on Ctrl-C.
@@ -422,10 +441,18 @@ impl SourceArgs {
     /// [`SourceArgs::live`] says. On failure, the exit code (the message is
     /// printed).
     fn resolve(&self, path: &Path) -> Result<Input, ExitCode> {
-        let mut input =
-            input::resolve(path, &self.flags()).map_err(|e| fail(input_code(&e), e))?;
+        self.resolve_stopped(path, None)
+    }
+
+    /// As [`SourceArgs::resolve`], a stream stopped by `stop` when given.
+    fn resolve_stopped(
+        &self,
+        path: &Path,
+        stop: Option<input::stream::Stop>,
+    ) -> Result<Input, ExitCode> {
+        let mut input = input::resolve(path, &self.flags()).map_err(|e| fail(input_code(&e), e))?;
         if input.is_stream() {
-            input.set_live(&self.live());
+            input.set_live(&self.live(stop));
         } else if self.snapshot.is_some() || self.duration.is_some() || self.reconnect {
             return Err(fail(
                 exit::USAGE,
@@ -441,11 +468,13 @@ impl SourceArgs {
 
     /// How a stream input is read: until `--duration` or Ctrl-C (the next
     /// SIGINT or SIGTERM stops it, and the outputs of what arrived are
-    /// committed), connecting again with `--reconnect`.
-    fn live(&self) -> input::stream::Live {
+    /// committed), connecting again with `--reconnect`; stopped by `stop`
+    /// too when given.
+    fn live(&self, stop: Option<input::stream::Stop>) -> input::stream::Live {
         let live = input::stream::Live {
             duration: self.duration,
             reconnect: self.reconnect,
+            stop: stop.unwrap_or_default(),
             ..input::stream::Live::default()
         };
         trace_convert::output::stop_streams_on_signal(live.stop.flag());
@@ -596,8 +625,7 @@ fn listing_input<'p>(
 ) -> Result<(OutputPlan, Input), ExitCode> {
     let named = std::iter::once(args.path.as_path()).chain(named);
     let plan = listing_plan(output, named)?;
-    let mut input =
-        args.source.resolve(&args.path)?;
+    let mut input = args.source.resolve(&args.path)?;
     if input.saved.is_some() {
         return Err(fail(
             exit::USAGE,
@@ -885,6 +913,7 @@ fn main() -> ExitCode {
         Some(Command::Decode(args)) => run_decode(&args),
         Some(Command::Convert(args)) => convert_cli::run(&args),
         Some(Command::Report(args)) => report_cli::run(args),
+        Some(Command::Top(args)) => top_cli::run(&args),
         Some(Command::Assets(args)) => assets_cli::run(&args),
         None => convert_cli::run(&cli.convert),
     }

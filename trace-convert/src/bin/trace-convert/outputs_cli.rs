@@ -105,6 +105,11 @@ impl OutputArgs {
     pub fn out_dir(&self) -> Option<&Path> {
         self.out_dir.as_deref()
     }
+
+    /// Whether no output is given at all.
+    pub fn is_empty(&self) -> bool {
+        self.out_dir.is_none() && self.files.iter().all(Option::is_none)
+    }
 }
 
 /// The help of `--out-dir`, naming each format's file there.

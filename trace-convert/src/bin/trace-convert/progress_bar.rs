@@ -1,11 +1,42 @@
 //! The progress bar on standard error for long conversions: shown only
 //! when standard error is a terminal and the capture is larger than
-//! [`MIN_BYTES`].
+//! [`MIN_BYTES`]; for a stream, a line of the bytes received and the
+//! instructions decoded, with their rates.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{HumanBytes, HumanCount, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::Path;
+use std::time::{Duration, Instant};
+use trace_convert::input::stream::Received;
 use trace_convert::progress::Progress;
+
+/// How often a stream's line is redrawn.
+const STREAM_REDRAW: Duration = Duration::from_millis(250);
+
+/// The line of a stream being decoded.
+#[derive(Debug)]
+struct StreamLine {
+    received: Received,
+    started: Instant,
+    drawn: Instant,
+    instructions: u64,
+}
+
+impl StreamLine {
+    /// The line's text: bytes received and instructions decoded, with
+    /// their rates since the start.
+    fn text(&self) -> String {
+        let secs = self.started.elapsed().as_secs_f64().max(1e-3);
+        let bytes = self.received.get();
+        format!(
+            "{} received ({}/s), {} instructions ({}/s)",
+            HumanBytes(bytes),
+            HumanBytes((bytes as f64 / secs) as u64),
+            HumanCount(self.instructions),
+            HumanCount((self.instructions as f64 / secs) as u64),
+        )
+    }
+}
 
 /// Captures smaller than this get no bar.
 pub const MIN_BYTES: u64 = 4 << 20;
@@ -24,6 +55,8 @@ pub struct Bar {
     next: u64,
     /// Bytes per step.
     step: u64,
+    /// A stream's line instead of a bar.
+    stream: Option<StreamLine>,
 }
 
 impl Bar {
@@ -34,14 +67,40 @@ impl Bar {
             bar: None,
             next: 0,
             step: 1,
+            stream: None,
         }
+    }
+
+    /// For a stream (`received` counts its bytes): a line of what arrived
+    /// and was decoded, with the rates, however small the stream.
+    pub fn streaming(mut self, received: Option<Received>) -> Bar {
+        self.stream = received.map(|received| StreamLine {
+            received,
+            started: Instant::now(),
+            drawn: Instant::now(),
+            instructions: 0,
+        });
+        self
     }
 }
 
 impl Progress for Bar {
     fn start(&mut self, path: &Path, size: u64) {
         self.done();
-        if !self.wanted || size < MIN_BYTES {
+        if !self.wanted {
+            return;
+        }
+        if let Some(line) = &self.stream {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            if let Ok(style) = ProgressStyle::with_template("{spinner} {prefix} {msg}") {
+                bar.set_style(style);
+            }
+            bar.set_prefix(path.display().to_string());
+            bar.set_message(line.text());
+            self.bar = Some(bar);
+            return;
+        }
+        if size < MIN_BYTES {
             return;
         }
         self.start_on(path, size, ProgressDrawTarget::stderr());
@@ -49,8 +108,28 @@ impl Progress for Bar {
 
     #[inline]
     fn at(&mut self, offset: u64) {
+        if let Some(line) = &mut self.stream {
+            if line.drawn.elapsed() >= STREAM_REDRAW {
+                line.drawn = Instant::now();
+                if let Some(bar) = &self.bar {
+                    bar.set_message(line.text());
+                    bar.tick();
+                }
+            }
+            return;
+        }
         if offset >= self.next {
             self.advance(offset);
+        }
+    }
+
+    fn wants_instructions(&self) -> bool {
+        self.stream.is_some() && self.bar.is_some()
+    }
+
+    fn instructions(&mut self, total: u64) {
+        if let Some(line) = &mut self.stream {
+            line.instructions = total;
         }
     }
 
@@ -103,6 +182,7 @@ mod tests {
             bar: None,
             next: 0,
             step: 1,
+            stream: None,
         };
         let size = 16 << 20;
         b.start_on(Path::new("cap.bin"), size, ProgressDrawTarget::hidden());
@@ -122,5 +202,18 @@ mod tests {
         // No bar: nothing to move, and no redraw attempted again.
         b.at(size);
         assert_eq!(b.next, u64::MAX);
+    }
+
+    #[test]
+    fn a_streams_line_gives_what_arrived_and_the_instructions() {
+        let line = StreamLine {
+            received: Received::default(),
+            started: Instant::now(),
+            drawn: Instant::now(),
+            instructions: 36_444,
+        };
+        let text = line.text();
+        assert!(text.starts_with("0 B received ("), "{text}");
+        assert!(text.contains("36,444 instructions"), "{text}");
     }
 }

@@ -81,6 +81,12 @@ impl ByTask {
         }
     }
 
+    /// Each task's name and table, in order of appearance.
+    #[must_use]
+    pub fn tables(&self) -> &[(String, ReportTable)] {
+        &self.tasks
+    }
+
     /// Write the report in `format`, rows sorted by `sort`.
     ///
     /// # Errors
