@@ -1209,6 +1209,7 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
             ];
             goals::cli_rows(&opts, &bin, jobs, &inputs, &mut rows)?;
             goals::rss_rows(&opts, &bin, &tc2_dir, &capture, &tmp.0, &mut rows)?;
+            goals::stream_rows(&opts, &bin, &rstk_dir, &unit, &tmp.0, &mut rows)?;
         }
         if opts.wants(opencsd::TAG) {
             match opencsd::lister(&tmp.0)? {

@@ -272,6 +272,15 @@ pub struct StreamReader {
     live: Live,
     deadline: Option<Instant>,
     ended: bool,
+    /// Set when the reader is dropped: the reading thread stops trying to
+    /// connect again.
+    gone: Arc<AtomicBool>,
+}
+
+impl Drop for StreamReader {
+    fn drop(&mut self) {
+        self.gone.store(true, Ordering::SeqCst);
+    }
 }
 
 impl fmt::Debug for StreamReader {
@@ -291,23 +300,34 @@ pub fn open(spec: &StreamSpec) -> io::Result<StreamReader> {
     let first = spec.stream.connect()?;
     let (tx, rx) = mpsc::sync_channel(QUEUED);
     let (stream, live) = (spec.stream.clone(), spec.live.clone());
+    let gone = Arc::new(AtomicBool::new(false));
+    let deadline = spec.live.duration.map(|d| Instant::now() + d);
+    let ended = Arc::clone(&gone);
     std::thread::Builder::new()
         .name("stream-read".into())
-        .spawn(move || pump(first, &stream, &live, &tx))?;
+        .spawn(move || pump(first, &stream, &live, &tx, &ended, deadline))?;
     Ok(StreamReader {
         rx,
         piece: Vec::new(),
         at: 0,
-        deadline: spec.live.duration.map(|d| Instant::now() + d),
+        deadline,
         live: spec.live.clone(),
         ended: false,
+        gone,
     })
 }
 
 /// The reading thread: read pieces and queue them until the stream ends
-/// (or, with [`Live::reconnect`], is stopped), or the decode no longer
-/// takes them.
-fn pump(mut from: Box<dyn Read + Send>, stream: &Stream, live: &Live, tx: &SyncSender<Piece>) {
+/// (or, with [`Live::reconnect`], is stopped, its time is up or its
+/// reader `gone`), or the decode no longer takes them.
+fn pump(
+    mut from: Box<dyn Read + Send>,
+    stream: &Stream,
+    live: &Live,
+    tx: &SyncSender<Piece>,
+    gone: &AtomicBool,
+    deadline: Option<Instant>,
+) {
     let mut buf = vec![0u8; PIECE];
     loop {
         match from.read(&mut buf) {
@@ -329,7 +349,8 @@ fn pump(mut from: Box<dyn Read + Send>, stream: &Stream, live: &Live, tx: &SyncS
             _ => {}
         }
         from = loop {
-            if live.stop.is_set() {
+            let over = deadline.is_some_and(|d| Instant::now() >= d);
+            if live.stop.is_set() || over || gone.load(Ordering::SeqCst) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(200));
@@ -464,6 +485,44 @@ mod tests {
         assert_eq!(spec.live.received.get(), sent.len() as u64);
     }
 
+    /// With `--reconnect`, a peer that closes is connected to again: the
+    /// bytes of both connections arrive, until the duration ends it.
+    #[test]
+    fn a_closed_connection_is_made_again_with_reconnect() {
+        let server = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = server.local_addr().expect("addr");
+        let peer = std::thread::spawn(move || {
+            for b in [1u8, 2] {
+                let (mut c, _) = server.accept().expect("accept");
+                c.write_all(&[b; 100]).expect("send");
+            }
+        });
+        let spec = StreamSpec {
+            stream: Stream::Tcp(addr.to_string()),
+            live: Live {
+                reconnect: true,
+                latency: Duration::from_millis(20),
+                duration: Some(Duration::from_millis(1500)),
+                ..Live::default()
+            },
+        };
+        let mut r = open(&spec).expect("connects");
+        let mut got = Vec::new();
+        let mut buf = [0u8; 64];
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        peer.join().expect("peer");
+        let mut want = vec![1u8; 100];
+        want.extend([2u8; 100]);
+        assert_eq!(got, want);
+    }
+
     #[test]
     fn a_connection_that_cannot_be_made_says_where() {
         // A port just freed: nothing listens there.
@@ -528,6 +587,7 @@ mod tests {
             },
             deadline: None,
             ended: false,
+            gone: Arc::default(),
         };
         assert_eq!(r.read(&mut buf).expect("ends"), 0);
     }

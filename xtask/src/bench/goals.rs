@@ -10,7 +10,10 @@
 //!   so that the disk is not measured) against `decode --format none`
 //!   (goals 3×, 2×, 2×), and on all threads against one (goal 1.6×);
 //! - with `--rss-mb N`, the peak memory of every output on an N MiB input
-//!   (goal: under 100 MB whatever the size).
+//!   (goal: under 100 MB whatever the size);
+//! - a capture read as a stream (a loopback TCP connection, a FIFO)
+//!   against the same file (goal: within 10% of its time), and the peak
+//!   memory of an N MiB stream over TCP (goal: under 100 MB).
 //!
 //! The CLI runs as a child process; times are the best of the runs, one
 //! thread and all alternating.
@@ -309,4 +312,156 @@ fn rss_row(
             }
         ),
     }))
+}
+
+/// A loopback server sending `bytes` (the file `from`, or `unit` repeated
+/// to `size` bytes) to its first client as fast as it takes them, then
+/// closing; its address as `tcp://...`.
+fn tcp_server(
+    from: Option<&Path>,
+    unit: &[u8],
+    size: usize,
+) -> Result<(String, std::thread::JoinHandle<()>), String> {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let addr = format!(
+        "tcp://{}",
+        listener.local_addr().map_err(|e| e.to_string())?
+    );
+    let file = from.map(std::path::Path::to_path_buf);
+    let unit = unit.to_vec();
+    let t = std::thread::spawn(move || {
+        let Ok((mut c, _)) = listener.accept() else {
+            return;
+        };
+        match file {
+            Some(p) => {
+                if let Ok(mut f) = std::fs::File::open(p) {
+                    let mut buf = vec![0u8; 1 << 20];
+                    while let Ok(n) = f.read(&mut buf) {
+                        if n == 0 || c.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+            None => {
+                let mut sent = 0;
+                while sent < size && !unit.is_empty() {
+                    if c.write_all(&unit).is_err() {
+                        break;
+                    }
+                    sent += unit.len();
+                }
+            }
+        }
+    });
+    Ok((addr, t))
+}
+
+/// A FIFO in `dir` fed with the file `from` once a reader opens it.
+fn fifo_feeder(
+    dir: &Path,
+    from: &Path,
+) -> Result<(std::path::PathBuf, std::thread::JoinHandle<()>), String> {
+    let fifo = dir.join("stream.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .map_err(|e| format!("mkfifo: {e}"))?;
+    if !made.success() {
+        return Err("mkfifo failed".into());
+    }
+    let (path, from) = (fifo.clone(), from.to_path_buf());
+    let t = std::thread::spawn(move || {
+        if let (Ok(mut w), Ok(mut r)) = (
+            std::fs::OpenOptions::new().write(true).open(&path),
+            std::fs::File::open(&from),
+        ) {
+            let _ = std::io::copy(&mut r, &mut w);
+        }
+    });
+    Ok((fifo, t))
+}
+
+/// Stream against file: the folded stacks of the raw PTM capture
+/// (`unit` repeated to four times `--cli-mb`) from the file, over a
+/// loopback TCP connection and through a FIFO, each with the snapshot's
+/// configuration (goal: within 10% of the file's time); and the peak
+/// memory of a TCP stream of `--rss-mb` (goal: under 100 MB).
+pub fn stream_rows(
+    opts: &Opts,
+    bin: &Path,
+    rstk_dir: &Path,
+    unit: &[u8],
+    dir: &Path,
+    rows: &mut Vec<Row>,
+) -> Result<(), String> {
+    let prefix = format!("{TAG}: stream");
+    if !opts.may_want(&prefix) {
+        return Ok(());
+    }
+    let dir = dir.join("stream");
+    let (snap, file) = snapshot_with(rstk_dir, &dir, unit, 4 * opts.cli_size)?;
+    let bytes = std::fs::metadata(&file).map_or(0, |m| m.len()) as usize;
+    let snap_arg = snap.to_str().ok_or("snapshot path")?;
+    let args = ["--no-progress", "--folded", "-"];
+    let with_snapshot = ["--no-progress", "--folded", "-", "--snapshot", snap_arg];
+    let what = |how: &str| format!("{prefix} {how} vs file, --folded, PTM raw");
+    let ways = ["over TCP", "through a FIFO"];
+    if ways.iter().any(|w| opts.wants(&what(w))) {
+        let (mut file_t, mut tcp_t, mut fifo_t) = (Duration::MAX, Duration::MAX, Duration::MAX);
+        for _ in 0..opts.runs.min(3) {
+            file_t = file_t.min(run_child(bin, &args, &snap, &[], false, &[])?.0);
+            let (addr, server) = tcp_server(Some(&file), &[], 0)?;
+            tcp_t = tcp_t.min(run_child(bin, &with_snapshot, Path::new(&addr), &[], false, &[])?.0);
+            let _ = server.join();
+            let (fifo, feeder) = fifo_feeder(&dir, &file)?;
+            fifo_t = fifo_t.min(run_child(bin, &with_snapshot, &fifo, &[], false, &[])?.0);
+            let _ = feeder.join();
+        }
+        for (way, t) in ways.iter().zip([tcp_t, fifo_t]) {
+            let r = ratio(t, file_t);
+            rows.push(Row {
+                what: what(way),
+                bytes,
+                time: t,
+                instructions: None,
+                base: 0.0,
+                note: format!(
+                    "{r:.2}x the file's time ({:.0} ms; goal within 10%{})",
+                    file_t.as_secs_f64() * 1e3,
+                    if r <= 1.10 { ", met" } else { ", not met" }
+                ),
+            });
+        }
+    }
+    let rss = format!(
+        "{prefix} over TCP, peak RSS, --folded -, PTM raw {} MiB",
+        opts.rss_size >> 20
+    );
+    if opts.rss_size > 0 && opts.wants(&rss) {
+        let (addr, server) = tcp_server(None, unit, opts.rss_size)?;
+        let (time, peak, _) = run_child(bin, &with_snapshot, Path::new(&addr), &[], false, &[])?;
+        let _ = server.join();
+        rows.push(Row {
+            what: rss,
+            bytes: opts.rss_size,
+            time,
+            instructions: None,
+            base: 0.0,
+            note: format!(
+                "peak RSS {:.1} MB (goal < 100 MB{})",
+                peak as f64 / 1e6,
+                if peak < 100_000_000 {
+                    ", met"
+                } else {
+                    ", not met"
+                }
+            ),
+        });
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
 }

@@ -321,9 +321,10 @@ pub trait Watch {
     fn started(&mut self, name: &str, received: Option<input::stream::Received>, size: u64);
     /// How far the decode has got (a file's byte offset).
     fn progress(&mut self) -> &mut dyn trace_convert::progress::Progress;
-    /// The decode has ended (or failed): show the last view as asked, and
-    /// give the terminal back.
-    fn ended(&mut self);
+    /// The decode has ended (`ok`) or failed: show the last view as asked
+    /// (not held after a failure, whose message follows), and give the
+    /// terminal back.
+    fn ended(&mut self, ok: bool);
 }
 
 /// Run a conversion as `args` say, watched by `watch`; the exit code
@@ -431,7 +432,7 @@ fn convert_as(args: &ConvertArgs, watch: Option<&mut dyn Watch>) -> Result<(), E
             w.started(&path.display().to_string(), received, size);
             let done =
                 convert::convert_loaded(&input, &read.images, conv, &mut DynProgress(w.progress()));
-            w.ended();
+            w.ended(done.is_ok());
             done
         }
         None => {

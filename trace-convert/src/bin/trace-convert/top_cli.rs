@@ -163,7 +163,10 @@ impl Watch for TopWatch {
         &mut self.progress
     }
 
-    fn ended(&mut self) {
+    fn ended(&mut self, ok: bool) {
+        if !ok {
+            self.stop.set();
+        }
         self.ended.store(true, Ordering::SeqCst);
         match self.render.take() {
             Some(t) => {
