@@ -130,7 +130,7 @@ enum Command {
     ///
     /// Examples:
     ///   trace-convert top                          (the bundled example)
-    ///   trace-convert top tcp://localhost:3402 --snapshot app.snapshot --elf app.elf
+    ///   trace-convert top tcp://localhost:3443 --snapshot app.snapshot --elf app.elf
     ///   trace-convert top PTM_0_2.bin --protocol ptm --elf app.elf --once
     #[command(verbatim_doc_comment)]
     Top(top_cli::TopArgs),
