@@ -498,3 +498,50 @@ fn the_report_by_task_and_the_switch_lines_follow_the_emulator() {
     let tasks = lines.iter().filter(|l| l["kind"] == "task").count();
     assert_eq!(tasks, truth.record.names.len());
 }
+
+/// `top`'s per-task rows (trace_convert::sinks::top) are the emulator's
+/// instructions per task; what ran before the first switch is the core's.
+#[test]
+fn top_shows_the_emulators_instructions_per_task() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use trace_convert::sinks::top::{SharedView, TopSink};
+    let Some(dir) = test_support::corpus_fixtures() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tmp");
+    let name = "rtos-t";
+    let (elf, flow, mem) = corpus_program(&dir, name);
+    let truth = Truth {
+        record: TaskRecord::read(&dir.join(format!("{name}.tasks"))).expect("task record"),
+        instructions: flow.instruction_count() as u64,
+    };
+    let trace = encode_ptm(&flow.items, &mem, &PtmOptions::default()).expect("ptm encode");
+    let input = trace_input(&trace, Protocol::Ptm, &tmp.path().join("t.bin"));
+    let symbols = Symbolizer::from_elves(std::slice::from_ref(&elf)).expect("symbols");
+    let counts = SharedView::default();
+    let options = ConvertOptions::default();
+    let mut conv = Converter::new(&symbols, options.clock_for(&input), options.max_depth);
+    conv.add_sink(Box::new(TopSink::new(
+        Arc::clone(&counts),
+        Arc::new(AtomicBool::new(false)),
+    )));
+    let extra = ExtraMemory {
+        elves: vec![elf.clone()],
+        raw: Vec::new(),
+    };
+    convert::convert_input(&input, &extra, conv, &mut NoProgress).expect("conversion");
+    let view = counts.lock().expect("counts").view();
+    assert!(view.done);
+    assert_eq!(view.instructions, truth.instructions);
+    let mut got = BTreeMap::new();
+    for (task, n, _) in &view.tasks {
+        let task = if truth.record.names.values().any(|x| x == task) {
+            task.clone()
+        } else {
+            "(initial)".to_owned()
+        };
+        assert!(got.insert(task, *n).is_none());
+    }
+    assert_eq!(got, truth.counts());
+}
