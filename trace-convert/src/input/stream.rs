@@ -291,13 +291,20 @@ impl fmt::Debug for StreamReader {
     }
 }
 
-/// Open `spec`'s stream and start reading it.
+/// Open `spec`'s stream and start reading it (a FIFO or device is opened
+/// by the reading thread, as its opening waits for a writer: an error in
+/// opening it comes with the first read).
 ///
 /// # Errors
 ///
-/// The connection cannot be made, or the FIFO or device opened.
+/// The connection cannot be made, or standard input not read.
 pub fn open(spec: &StreamSpec) -> io::Result<StreamReader> {
-    let first = spec.stream.connect()?;
+    // A FIFO is opened by the reading thread: its opening waits for a
+    // writer, and a stop must still end the stream meanwhile.
+    let first = match spec.stream {
+        Stream::Fifo(_) => None,
+        _ => Some(spec.stream.connect()?),
+    };
     let (tx, rx) = mpsc::sync_channel(QUEUED);
     let (stream, live) = (spec.stream.clone(), spec.live.clone());
     let gone = Arc::new(AtomicBool::new(false));
@@ -321,13 +328,21 @@ pub fn open(spec: &StreamSpec) -> io::Result<StreamReader> {
 /// (or, with [`Live::reconnect`], is stopped, its time is up or its
 /// reader `gone`), or the decode no longer takes them.
 fn pump(
-    mut from: Box<dyn Read + Send>,
+    first: Option<Box<dyn Read + Send>>,
     stream: &Stream,
     live: &Live,
     tx: &SyncSender<Piece>,
     gone: &AtomicBool,
     deadline: Option<Instant>,
 ) {
+    let mut from = match first.map_or_else(|| stream.connect(), Ok) {
+        Ok(f) => f,
+        Err(e) => {
+            let e = io::Error::new(e.kind(), format!("{stream}: {e}"));
+            let _ = tx.send(Piece::Failed(e));
+            return;
+        }
+    };
     let mut buf = vec![0u8; PIECE];
     loop {
         match from.read(&mut buf) {

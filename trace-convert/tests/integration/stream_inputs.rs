@@ -325,3 +325,49 @@ fn a_connection_that_cannot_be_made_is_an_input_error() {
     assert_eq!(out.status.code(), Some(USAGE), "{out:?}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A FIFO no writer has opened yet: Ctrl-C still ends the stream (empty),
+/// and its outputs (of nothing) are committed; a writer that closes at
+/// once gives an empty capture, not an error.
+#[cfg(unix)]
+#[test]
+fn a_fifo_without_a_writer_ends_on_ctrl_c() {
+    use std::time::Instant;
+    let dir = scratch("fifo-no-writer");
+    let fifo = dir.join("t.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let snap = example();
+    let with_snapshot = ["--snapshot", snap.to_str().expect("utf-8")];
+    let child = command(&fifo, &with_snapshot, &dir, "fifo", 2)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(1000));
+    let sent = Instant::now();
+    kill(&child, "INT");
+    let out = child.wait_with_output().expect("wait");
+    assert!(sent.elapsed() < Duration::from_secs(10), "ended on Ctrl-C");
+    succeeds(&out);
+    // Written, and empty of samples.
+    let folded = std::fs::read(dir.join("fifo.folded")).expect("folded");
+    assert!(folded.is_empty(), "{}", String::from_utf8_lossy(&folded));
+    // A writer that closes at once: an empty capture.
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            drop(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&fifo)
+                    .expect("open the FIFO"),
+            );
+        })
+    };
+    let out = command(&fifo, &with_snapshot, &dir, "empty", 2)
+        .output()
+        .expect("run");
+    writer.join().expect("writer");
+    succeeds(&out);
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -18,7 +18,8 @@ pub(crate) const FEED: usize = 4 << 10;
 
 /// Read `input` through `demux` in chunks (memory stays bounded),
 /// handing each batch of demultiplexer items to `batch`; the last batch
-/// holds what the end of the input completes. Returns the number of
+/// holds what the end of the input completes. A stream's read that has
+/// nothing new for now (`WouldBlock`) gets an empty batch. Returns the number of
 /// bytes read. This is the read loop of every capture decode; a packet
 /// listing uses it with a [`Demux`] of its own.
 ///
@@ -114,6 +115,12 @@ pub(crate) fn decode_sequential<R: Read, T: Consumer + ?Sized>(
                 }
                 _ => {}
             }
+        }
+        // A stream with nothing new for now: the events held are handed
+        // on rather than kept until it sends more.
+        if items.is_empty() && !held.is_empty() {
+            sink.on_slice(&held);
+            held.clear();
         }
         sink.failure
             .take()
