@@ -7,6 +7,7 @@ use crate::decode::Decoder;
 use crate::demux::{Demux, Item};
 use crate::event::Event;
 use crate::per_id::PerId;
+use std::cell::Cell;
 use std::io::{self, Read};
 
 /// Bytes read from the capture at a time.
@@ -84,6 +85,9 @@ pub(crate) fn decode_sequential<R: Read, T: Consumer + ?Sized>(
     // Events held for a consumer that takes them in slices.
     let mut held: Vec<Event> = Vec::with_capacity(if T::SLICES { 2 * SLICE } else { 0 });
     let mut demux = plan.demux();
+    // Set when a read said that a stream has nothing new for now.
+    let idle = Cell::new(false);
+    let input = Idle { input, idle: &idle };
     let bytes = read_items(&mut demux, input, |items| {
         for item in items {
             match item {
@@ -118,7 +122,7 @@ pub(crate) fn decode_sequential<R: Read, T: Consumer + ?Sized>(
         }
         // A stream with nothing new for now: the events held are handed
         // on rather than kept until it sends more.
-        if items.is_empty() && !held.is_empty() {
+        if items.is_empty() && idle.replace(false) && !held.is_empty() {
             sink.on_slice(&held);
             held.clear();
         }
@@ -152,4 +156,23 @@ pub(crate) fn decode_sequential<R: Read, T: Consumer + ?Sized>(
         parsed: demux.counters(),
         bytes,
     })
+}
+
+/// A capture's input that notes when a read says that a stream has
+/// nothing new for now (`WouldBlock`).
+struct Idle<'a, R> {
+    input: R,
+    idle: &'a Cell<bool>,
+}
+
+impl<R: Read> Read for Idle<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let r = self.input.read(buf);
+        if let Err(e) = &r {
+            if e.kind() == io::ErrorKind::WouldBlock {
+                self.idle.set(true);
+            }
+        }
+        r
+    }
 }
