@@ -114,7 +114,7 @@ impl EventListing {
     }
 
     /// Write the listing of `e`, as
-    /// [`write_event_named`](super::events::write_event_named) does.
+    /// [`write_event_named`] does.
     ///
     /// # Errors
     ///
