@@ -328,6 +328,8 @@ pub fn decoder(mut data: &[u8]) {
                 dec.packet_error(e.offset, &mut out);
             }
         }
+        // The sources made above are instruction trace.
+        _ => return,
     }
     dec.finish(&mut out);
     let _ = dec.ignored();

@@ -58,9 +58,10 @@ macro_rules! parser_type {
                 }
             }
 
-            /// Bytes of the stream were lost before the next ones fed.
-            fn note_loss(&mut self) {
-                match self { $( Parser::$var(p) => <$imp>::note_loss(p), )* }
+            /// Bytes of the stream were lost before the next ones fed:
+            /// the error for a packet the loss cut short, if any.
+            fn note_loss(&mut self) -> Option<PacketError> {
+                match self { $( Parser::$var(p) => <$imp>::note_loss(p).map(PacketError::$var), )* }
             }
 
             /// The counters.
@@ -364,8 +365,10 @@ fn route(
             if let FrameEvent::Unsynchronized { .. } = other {
                 // The frames were realigned: every source may have lost
                 // packets there.
-                for (_, p) in sources.iter_mut() {
-                    p.note_loss();
+                for (id, p) in sources.iter_mut() {
+                    if let Some(error) = p.note_loss() {
+                        out.push(Item::Error { id, error });
+                    }
                 }
             }
             out.push(Item::Frame(other));

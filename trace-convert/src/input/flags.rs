@@ -1,6 +1,7 @@
 //! Describing a capture file with flags instead of a snapshot: the
 //! protocol, the layout, and register bits set one by one.
 
+use super::cores::CorePreset;
 use super::source::{CaptureSpec, Protocol, SourceRegs, SourceSpec};
 use super::{Input, InputError, Kind};
 use std::path::Path;
@@ -32,6 +33,12 @@ pub struct SourceFlags {
     /// Trace ID: the ID reported for a raw capture, or the only ID decoded
     /// from a formatted one (`--trace-id`).
     pub trace_id: Option<u8>,
+    /// The core traced (`--core`): its macrocell's protocol and ID
+    /// registers, under the flags that set them, and its profile.
+    pub core: Option<&'static CorePreset>,
+    /// Trace ID of the ITM/DWT source of a formatted capture whose other
+    /// sources are of `protocol` (`--itm-trace-id`).
+    pub itm_trace_id: Option<u8>,
     /// ETMCR value (`--etmcr`).
     pub etmcr: Option<u32>,
     /// ETMCCER value (`--etmccer`).
@@ -142,8 +149,14 @@ impl SourceFlags {
     /// protocol is given.
     #[must_use]
     pub fn capture(&self, path: &Path) -> Option<CaptureSpec> {
-        let protocol = self.protocol?;
-        let regs = self.apply(Self::base_regs(protocol));
+        let preset = self.core;
+        let protocol = self.protocol.or(preset.map(|c| c.protocol))?;
+        let base = match preset {
+            Some(c) if c.protocol == protocol => c.regs(),
+            _ => Self::base_regs(protocol),
+        };
+        let regs = self.apply(base);
+        let core = preset.map(|c| c.core.to_owned());
         let layout = match self.layout {
             Layout::Raw => FrameMode::Raw {
                 id: self.trace_id.unwrap_or(0),
@@ -159,16 +172,30 @@ impl SourceFlags {
                     id,
                     protocol,
                     regs,
-                    core: None,
+                    core: core.clone(),
                 };
                 (vec![spec], None)
             }
             (_, None) => (Vec::new(), Some((protocol, regs))),
         };
+        let mut sources = sources;
+        if let Some(id) = self.itm_trace_id.filter(|_| protocol != Protocol::Itm) {
+            if !matches!(self.layout, Layout::Raw) {
+                sources.retain(|s| s.id != id);
+                sources.push(SourceSpec {
+                    name: format!("ITM {id:#04x}"),
+                    id,
+                    protocol: Protocol::Itm,
+                    regs: Protocol::Itm.typical_regs(),
+                    core: core.clone(),
+                });
+            }
+        }
         Some(CaptureSpec {
             path: path.to_path_buf(),
             layout,
             sources,
+            any_core: any_id.and(core),
             any_id,
             skipped: Vec::new(),
             within: None,

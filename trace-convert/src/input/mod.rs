@@ -22,6 +22,7 @@
 //! module here, a [`Kind`] and an arm of [`resolve`].
 
 pub mod capture;
+pub mod cores;
 pub mod files;
 pub mod flags;
 pub mod folder;

@@ -791,6 +791,7 @@ impl CaptureSpec {
                     layout,
                     sources,
                     any_id: None,
+                    any_core: None,
                     skipped,
                     within: Some((snap.folder.clone(), buffer.file.clone())),
                     range: None,

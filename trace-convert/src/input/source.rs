@@ -34,6 +34,8 @@ pub struct CaptureSpec {
     /// For captures described by flags: the protocol and registers used for
     /// any trace ID found that is not in `sources`.
     pub any_id: Option<(Protocol, SourceRegs)>,
+    /// The core those sources trace, when named (`--core`).
+    pub any_core: Option<String>,
     /// Sources the snapshot names that are not decoded, with the reason
     /// (both printable: control characters escaped).
     pub skipped: Vec<(String, String)>,
@@ -138,7 +140,7 @@ impl CaptureSpec {
             id,
             protocol,
             regs,
-            core: None,
+            core: self.any_core.clone(),
         })
     }
 }

@@ -35,6 +35,7 @@ fn decode(bytes: &[u8], source: &SourceConfig, mem: &Arc<dyn MemoryImage>) -> Ve
                 d.push(off, &AnyPacket::Etm(pkt), &mut |e| events.push(e));
             }
         }
+        other => panic!("not instruction trace: {other:?}"),
     }
     d.finish(&mut |e| events.push(e));
     events

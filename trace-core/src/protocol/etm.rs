@@ -72,8 +72,9 @@ impl PacketProtocol for Etmv3 {
         cfg.with_isync_sync(true)
     }
 
-    fn note_loss(parser: &mut Parser) {
+    fn note_loss(parser: &mut Parser) -> Option<Error> {
         parser.note_loss();
+        None
     }
 
     fn error_skipped(e: &Error) -> u64 {

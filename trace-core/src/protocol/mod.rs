@@ -1,5 +1,5 @@
 //! Trace protocols as plug-ins: one seam ([`PacketProtocol`]) that each
-//! protocol implements in a module of its own ([`etm`], [`ptm`]), and one
+//! protocol implements in a module of its own ([`etm`], [`ptm`], [`itm`]), and one
 //! registry ([`registry`]) that makes the closed types of the rest of the
 //! toolkit from the list of protocols: [`Protocol`], [`SourceConfig`],
 //! [`AnyPacket`], [`PacketError`], [`RegsError`], the demultiplexer's
@@ -25,6 +25,7 @@
 
 pub mod etm;
 mod fields;
+pub mod itm;
 pub mod ptm;
 pub mod registry;
 mod regs;

@@ -27,6 +27,8 @@ macro_rules! for_each_protocol {
             Etmv3 (Etm) = $crate::protocol::etm::Etmv3;
             /// Program Flow Trace v1.0/v1.1, as emitted by a PTM (ARM IHI 0035).
             Ptm (Ptm) = $crate::protocol::ptm::Ptm;
+            /// ITM and DWT trace of ARMv7-M cores (ARM DDI 0403, appendix D4).
+            Itm (Itm) = $crate::protocol::itm::Itm;
         }
     };
 }
@@ -135,7 +137,10 @@ macro_rules! core_types {
         }
 
         /// Configuration of one trace source's packet parser.
+        /// (`non_exhaustive`: code outside this crate that matches it
+        /// keeps compiling when a protocol is registered.)
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[non_exhaustive]
         pub enum SourceConfig {
             $( $(#[$doc])* $var(<$imp as PacketProtocol>::Config), )*
         }
@@ -180,8 +185,10 @@ macro_rules! core_types {
             }
         }
 
-        /// A packet of any protocol.
+        /// A packet of any protocol (`non_exhaustive`, as
+        /// [`SourceConfig`]).
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[non_exhaustive]
         pub enum AnyPacket {
             $( $(#[$doc])* $var(<$imp as PacketProtocol>::Packet), )*
         }
@@ -384,6 +391,7 @@ mod tests {
         assert_eq!(Protocol::from_device_type("PTM1.1"), Some(Protocol::Ptm));
         assert_eq!(Protocol::from_device_type("PFT1.1"), Some(Protocol::Ptm));
         assert_eq!(Protocol::from_device_type(" pft1.0 "), Some(Protocol::Ptm));
+        assert_eq!(Protocol::from_device_type("ITM"), Some(Protocol::Itm));
         assert_eq!(Protocol::from_device_type("STM"), None);
         assert_eq!(Protocol::from_device_type("ETM4.0"), None);
     }

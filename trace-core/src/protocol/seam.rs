@@ -129,8 +129,11 @@ pub trait PacketProtocol: 'static {
     }
 
     /// Bytes of the source's stream were lost before the next ones fed
-    /// (the frames were realigned): by default nothing changes.
-    fn note_loss(_parser: &mut Self::Parser) {}
+    /// (the frames were realigned): the error for a packet the loss cut
+    /// short, if the parser reports it here; by default nothing changes.
+    fn note_loss(_parser: &mut Self::Parser) -> Option<Self::Error> {
+        None
+    }
 
     /// The parser's counters.
     fn stats(parser: &Self::Parser) -> SourceStats;

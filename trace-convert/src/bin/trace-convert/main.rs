@@ -269,6 +269,15 @@ struct SourceArgs {
     /// (repeatable).
     #[arg(help_heading = "Input", long, value_name = "ID", value_parser = parse_u8)]
     trace_id: Vec<u8>,
+    /// The core traced: fills in its trace macrocell's protocol, ID
+    /// registers (ETMIDR, ETMCCER) and exception numbering; explicit
+    /// flags override it.
+    #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long, value_name = "CORE", value_parser = core_names())]
+    core: Option<String>,
+    /// Trace ID of the ITM/DWT source in a formatted capture whose other
+    /// sources are of --protocol (or --core).
+    #[arg(help_heading = "Input", long, value_name = "ID", value_parser = parse_u8)]
+    itm_trace_id: Option<u8>,
     /// ETMCR register value, e.g. 0x10001000.
     #[arg(help_heading = "Trace configuration (capture files without a snapshot)", long, value_name = "VALUE", value_parser = parse_u32)]
     etmcr: Option<u32>,
@@ -369,6 +378,11 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
         .ok_or_else(|| format!("`{s}` is not a duration (e.g. 30s, 500ms, 2m)"))
 }
 
+/// The values of `--core`.
+fn core_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(input::cores::CORES.iter().map(|c| c.flag))
+}
+
 fn parse_u32(s: &str) -> Result<u32, String> {
     let t = s.trim();
     let r = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
@@ -400,7 +414,14 @@ impl SourceArgs {
 
     fn flags(&self) -> SourceFlags {
         let on = |b: bool| b.then_some(true);
+        let core = self.core.as_deref().and_then(input::cores::core_preset);
+        if let Some(c) = core {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| eprintln!("trace-convert: {}", c.assumed()));
+        }
         SourceFlags {
+            core,
+            itm_trace_id: self.itm_trace_id,
             protocol: self.protocol.map(|p| p.0),
             layout: match self.layout {
                 LayoutArg::Raw => Layout::Raw,

@@ -228,6 +228,7 @@ fn capture_of(
         layout,
         sources: srcs,
         any_id: None,
+        any_core: None,
         skipped: skipped.to_vec(),
         within: None,
         range: Some((p.start, p.len)),

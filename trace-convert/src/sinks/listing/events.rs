@@ -6,7 +6,7 @@
 use crate::profile::{Profile, Profiles};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
-use trace_core::event::{Event, EventKind, Range};
+use trace_core::event::{DataItem, Event, EventKind, MExceptionName, Range};
 use trace_core::memory::MemoryImage;
 
 /// One event as a flat record (see the module documentation).
@@ -84,6 +84,42 @@ pub struct EventRecord {
     /// The address the trace gives instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traced: Option<u32>,
+    /// ITM stimulus port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u32>,
+    /// Value written to a stimulus port or traced by a DWT comparator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<u32>,
+    /// Size of that value in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u8>,
+    /// ARMv7-M exception number of an exception trace event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exception: Option<u16>,
+    /// `enter`, `exit` or `return` (exception trace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// The processor was asleep when its PC was sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sleep: Option<bool>,
+    /// DWT comparator of a data trace event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparator: Option<u8>,
+    /// What a data trace event carries: `pc`, `address`, `value`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item: Option<String>,
+    /// Bits 15:0 of a traced data address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_address: Option<u16>,
+    /// The traced access was a write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<bool>,
+    /// Ticks since the previous local timestamp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<u32>,
+    /// How a local timestamp relates to the packet it times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relation: Option<String>,
     /// The opcode in hex as objdump prints it (instruction records): an
     /// A32 word, a T32 halfword, or a 32-bit T32 instruction's two
     /// halfwords, first first, apart.
@@ -159,6 +195,36 @@ impl EventRecord {
                 r.check = Some(check.name().into());
                 r.expected = Some(expected);
                 r.traced = traced;
+            }
+            EventKind::Stimulus { port, value, size } => {
+                r.port = Some(port);
+                r.value = Some(value);
+                r.size = Some(size);
+            }
+            EventKind::ExceptionTrace { number, action } => {
+                r.exception = Some(number);
+                r.action = Some(action.name().into());
+            }
+            EventKind::PcSample { pc } => match pc {
+                Some(a) => r.address = Some(a),
+                None => r.sleep = Some(true),
+            },
+            EventKind::DataTrace { comparator, item } => {
+                r.comparator = Some(comparator);
+                r.item = Some(item.name().into());
+                match item {
+                    DataItem::Pc(pc) => r.address = Some(pc),
+                    DataItem::Address(a) => r.data_address = Some(a),
+                    DataItem::Value { value, size, write } => {
+                        r.value = Some(value);
+                        r.size = Some(size);
+                        r.write = Some(write);
+                    }
+                }
+            }
+            EventKind::LocalTimestamp { delta, relation } => {
+                r.delta = Some(delta);
+                r.relation = Some(relation.name().into());
             }
             // Kinds without fields, and any later kind: its name only.
             _ => {}
@@ -421,6 +487,35 @@ fn write_text<W: Write + ?Sized>(
         EventKind::ExceptionReturn => writeln!(out, "exception return"),
         EventKind::NoSync => writeln!(out, "no sync"),
         EventKind::EndOfTrace => writeln!(out, "end of trace"),
+        EventKind::Stimulus { port, value, size } => writeln!(
+            out,
+            "stimulus port {port}: {value:#0w$x} ({size} bytes)",
+            w = 2 + 2 * usize::from(size)
+        ),
+        EventKind::ExceptionTrace { number, action } => writeln!(
+            out,
+            "exception {} {} ({number})",
+            action.name(),
+            MExceptionName(number)
+        ),
+        EventKind::PcSample { pc: Some(pc) } => writeln!(out, "pc sample {pc:08x}"),
+        EventKind::PcSample { pc: None } => writeln!(out, "pc sample: sleeping"),
+        EventKind::DataTrace { comparator, item } => match item {
+            DataItem::Pc(pc) => writeln!(out, "data trace comparator {comparator}: pc {pc:08x}"),
+            DataItem::Address(a) => {
+                writeln!(out, "data trace comparator {comparator}: address {a:#06x}")
+            }
+            DataItem::Value { value, size, write } => writeln!(
+                out,
+                "data trace comparator {comparator}: {} {value:#0w$x} ({size} bytes)",
+                if write { "write" } else { "read" },
+                w = 2 + 2 * usize::from(size)
+            ),
+        },
+        EventKind::Overflow => writeln!(out, "overflow"),
+        EventKind::LocalTimestamp { delta, relation } => {
+            writeln!(out, "local timestamp +{delta} ({})", relation.name())
+        }
         // A later kind: its name.
         other => writeln!(out, "{}", other.name()),
     }

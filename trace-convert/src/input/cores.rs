@@ -1,0 +1,194 @@
+//! Core presets (`--core cortex-m4`): the trace protocol of a core's
+//! trace macrocell and the ID and configuration registers a user does
+//! not know (ETMIDR, ETMCCER), so that a capture is described by the
+//! registers the firmware set and the name of the core. The values and
+//! where they come from are tabled in `docs/cortex-m.md` ("Core
+//! presets").
+
+use super::source::{Protocol, SourceRegs};
+
+/// One core's trace macrocell, as its technical reference manual gives
+/// it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CorePreset {
+    /// The value of `--core` (`cortex-m4`).
+    pub flag: &'static str,
+    /// The core's name as inputs name cores (`Cortex-M4`): the outputs
+    /// take its profile (how exceptions are numbered) from it.
+    pub core: &'static str,
+    /// Its trace protocol.
+    pub protocol: Protocol,
+    /// ETMIDR: architecture version and options.
+    pub etmidr: u32,
+    /// ETMCCER: configuration code extension.
+    pub etmccer: u32,
+}
+
+impl CorePreset {
+    /// The registers a capture of this core starts from (ETMCR 0: the
+    /// trace options are the user's flags).
+    #[must_use]
+    pub fn regs(&self) -> SourceRegs {
+        SourceRegs {
+            etmcr: 0,
+            etmccer: self.etmccer,
+            etmidr: self.etmidr,
+        }
+    }
+
+    /// One line saying what was assumed, for standard error.
+    #[must_use]
+    pub fn assumed(&self) -> String {
+        format!(
+            "--core {}: {} {} with ETMIDR {:#010x} and ETMCCER {:#010x}, M-profile exceptions {}",
+            self.flag,
+            self.core,
+            self.protocol.title(),
+            self.etmidr,
+            self.etmccer,
+            if self.core.starts_with("Cortex-M") {
+                "yes"
+            } else {
+                "no"
+            }
+        )
+    }
+}
+
+const fn preset(
+    flag: &'static str,
+    core: &'static str,
+    protocol: Protocol,
+    etmidr: u32,
+    etmccer: u32,
+) -> CorePreset {
+    CorePreset {
+        flag,
+        core,
+        protocol,
+        etmidr,
+        etmccer,
+    }
+}
+
+/// Every preset, in the order of `--core`'s values.
+pub const CORES: &[CorePreset] = &[
+    // ETM-M3: ETMv3.4, alternative branch address encoding, 32-bit Thumb.
+    preset(
+        "cortex-m3",
+        "Cortex-M3",
+        Protocol::Etmv3,
+        0x4114_F240,
+        0x1854_1800,
+    ),
+    // ETM-M4: ETMv3.5 (bubble-sort's STM32F407).
+    preset(
+        "cortex-m4",
+        "Cortex-M4",
+        Protocol::Etmv3,
+        0x4114_F250,
+        0x1854_1800,
+    ),
+    // ETM-R4: ETMv3.3, no Security Extensions.
+    preset(
+        "cortex-r4",
+        "Cortex-R4",
+        Protocol::Etmv3,
+        0x4104_F230,
+        0x0000_09BA,
+    ),
+    // ETM-R5: ETMv3.3 (the AM243x captures' .ini).
+    preset(
+        "cortex-r5",
+        "Cortex-R5",
+        Protocol::Etmv3,
+        0x4104_F230,
+        0x0000_09BA,
+    ),
+    // ETM-A5: ETMv3.5 with Security Extensions.
+    preset(
+        "cortex-a5",
+        "Cortex-A5",
+        Protocol::Etmv3,
+        0x410C_F250,
+        0x3440_08F2,
+    ),
+    // Cortex-A7's ETM: ETMv3.5 (TC2's snapshot).
+    preset(
+        "cortex-a7",
+        "Cortex-A7",
+        Protocol::Etmv3,
+        0x410C_F250,
+        0x3440_08F2,
+    ),
+    // Cortex-A8's ETM: ETMv3.3 with Security Extensions, no timestamps.
+    preset(
+        "cortex-a8",
+        "Cortex-A8",
+        Protocol::Etmv3,
+        0x410C_F230,
+        0x0000_08EA,
+    ),
+    // PTM-A9: PFT 1.0.
+    preset(
+        "cortex-a9",
+        "Cortex-A9",
+        Protocol::Ptm,
+        0x411C_F300,
+        0x0000_0AEA,
+    ),
+    // Cortex-A15's PTM: PFT 1.1 (TC2's snapshot).
+    preset(
+        "cortex-a15",
+        "Cortex-A15",
+        Protocol::Ptm,
+        0x411C_F312,
+        0x34C0_1AC2,
+    ),
+];
+
+/// The preset `--core` names.
+#[must_use]
+pub fn core_preset(flag: &str) -> Option<&'static CorePreset> {
+    CORES.iter().find(|c| c.flag.eq_ignore_ascii_case(flag))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every preset configures a parser of its protocol, of the
+    /// architecture version its core's macrocell has.
+    #[test]
+    fn presets_configure_their_protocol() {
+        for c in CORES {
+            let cfg = c.regs().source_config(c.protocol).expect(c.flag);
+            assert_eq!(cfg.protocol(), c.protocol, "{}", c.flag);
+            assert_eq!(c.etmidr >> 24, 0x41, "{}: implementer ARM", c.flag);
+            let major = (c.etmidr >> 8) & 0xF;
+            let minor = (c.etmidr >> 4) & 0xF;
+            match c.protocol {
+                // PFT: architecture 0x3, minor 0 (1.0) or 1 (1.1).
+                Protocol::Ptm => assert_eq!(major, 3, "{}", c.flag),
+                // ETMv3.x: major field 2.
+                _ => assert_eq!(major, 2, "{}", c.flag),
+            }
+            assert!(minor <= 5, "{}", c.flag);
+        }
+    }
+
+    /// The values cross-checked against the real captures' registers.
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn presets_agree_with_the_captures() {
+        let m4 = core_preset("cortex-m4").unwrap();
+        assert_eq!((m4.etmidr, m4.etmccer), (0x4114_F250, 0x1854_1800));
+        let a15 = core_preset("Cortex-A15").unwrap();
+        assert_eq!((a15.etmidr, a15.etmccer), (0x411C_F312, 0x34C0_1AC2));
+        let a7 = core_preset("cortex-a7").unwrap();
+        assert_eq!((a7.etmidr, a7.etmccer), (0x410C_F250, 0x3440_08F2));
+        let r5 = core_preset("cortex-r5").unwrap();
+        assert_eq!((r5.etmidr, r5.etmccer), (0x4104_F230, 0x9BA));
+        assert!(core_preset("cortex-m7").is_none());
+    }
+}
