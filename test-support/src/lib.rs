@@ -8,6 +8,7 @@
 
 pub mod opencsd_frames;
 pub mod rng;
+pub mod sigrok;
 
 pub use rng::Rng;
 

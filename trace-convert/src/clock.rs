@@ -12,7 +12,10 @@
 //!   advances by one tick per instruction so slices keep a width; it never
 //!   goes back;
 //! - **instructions** otherwise: one tick per instruction, shown as one
-//!   nanosecond.
+//!   nanosecond. An ITM/DWT source executes no instruction of its own:
+//!   its time advances by its local timestamps (ticks of the local
+//!   timestamp clock), and before any by one tick per periodic PC sample
+//!   (the samples are one sampling period apart).
 //!
 //! Each trace ID (core) has its own position on the clock.
 //!
@@ -199,6 +202,9 @@ struct CoreClock {
     cycles_since: u64,
     cycles_seen: u64,
     ticks_seen: u64,
+    /// An ITM source that sent a local timestamp: its time follows them
+    /// (else its periodic PC samples).
+    local: bool,
 }
 
 impl CoreClock {
@@ -354,6 +360,15 @@ impl Clocks {
             (ClockKind::Cycles, _) => core.now = core.now.saturating_add(cycles),
             (ClockKind::Instructions | ClockKind::Timestamps, EventKind::Range(r)) => {
                 core.now = core.now.saturating_add(u64::from(r.count));
+            }
+            // ITM/DWT: local timestamps give the ticks since the last one;
+            // without them, PC samples come one sampling period apart.
+            (ClockKind::Instructions, EventKind::LocalTimestamp { delta, .. }) => {
+                core.now = core.now.saturating_add(u64::from(*delta));
+                core.local = true;
+            }
+            (ClockKind::Instructions, EventKind::PcSample { .. }) if !core.local => {
+                core.now = core.now.saturating_add(1);
             }
             _ => {}
         }

@@ -1,6 +1,8 @@
 //! Which protocol and layout a capture file looks like, for a run whose
 //! flags decoded nothing from it: its first bytes are parsed as every
-//! protocol of the registry in every layout (raw, frames, TPIU), and a
+//! protocol of the registry that bytes can be recognized by
+//! ([`Protocol::recognizable`]: not ITM, whose packets almost any bytes
+//! form) in every layout (raw, frames, TPIU), and a
 //! description whose packets fit clearly better than the one given is
 //! named.
 //!
@@ -132,7 +134,7 @@ pub fn fit(path: &Path, flags: &SourceFlags, protocol: Protocol, layout: Layout)
 pub fn fits(path: &Path, flags: &SourceFlags) -> Vec<Fit> {
     let given = (flags.protocol, flags.layout);
     let mut all = Vec::new();
-    for &protocol in Protocol::ALL {
+    for &protocol in Protocol::ALL.iter().filter(|p| p.recognizable()) {
         for layout in [Layout::Raw, Layout::Frames, Layout::Tpiu] {
             if let Some(f) = fit(path, flags, protocol, layout) {
                 all.push(f);

@@ -74,6 +74,7 @@ pub mod chrome;
 pub mod coalesce;
 pub mod events_file;
 pub mod folded;
+pub mod itm;
 pub mod lcov;
 pub mod listing;
 pub mod perfetto;

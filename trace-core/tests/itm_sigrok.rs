@@ -20,50 +20,9 @@
 //! ITM-only stream is compared the same way, without `arm_tpiu`.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 
 use itm_packets::{DataTraceKind, ExceptionAction, Packet};
 use trace_core::frames::{Deformatter, FrameEvent, FrameMode};
-
-/// UART bit samples per bit of the signal made for sigrok.
-const SAMPLES_PER_BIT: usize = 4;
-
-/// Whether `sigrok-cli` can be run; panics when it cannot and `CI` is set.
-fn sigrok_present() -> bool {
-    let ok = Command::new("sigrok-cli")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "sigrok-cli is not installed and CI is set"
-        );
-        eprintln!("skipping: sigrok-cli not found");
-    }
-    ok
-}
-
-/// The bytes as an 8N1 UART signal, one sample byte per sample, with
-/// `gap` idle byte times before each stretch and after the last.
-fn uart_signal(stretches: &[&[u8]], gap: usize) -> Vec<u8> {
-    let mut out = Vec::new();
-    let idle =
-        |out: &mut Vec<u8>, bytes: usize| out.resize(out.len() + bytes * 10 * SAMPLES_PER_BIT, 1);
-    for s in stretches {
-        idle(&mut out, gap);
-        for &b in *s {
-            let bits = std::iter::once(0)
-                .chain((0..8).map(|i| (b >> i) & 1))
-                .chain(std::iter::once(1));
-            for bit in bits {
-                out.resize(out.len() + SAMPLES_PER_BIT, bit);
-            }
-        }
-    }
-    idle(&mut out, gap);
-    out
-}
 
 /// sigrok's name of an ARMv7-M exception number (its `arm_itm` table).
 fn sigrok_exception(n: u16) -> String {
@@ -185,7 +144,7 @@ fn itm_packets_agree_with_sigrok() {
     let Some(dir) = test_support::real_dir() else {
         return;
     };
-    if !sigrok_present() {
+    if !test_support::sigrok::present() {
         return;
     }
     let bytes = std::fs::read(dir.join("stm32-itm-etm-swo/etm_itm_tpiu.bin")).expect("capture");
@@ -236,31 +195,7 @@ fn itm_packets_agree_with_sigrok() {
 /// sigrok's `arm_itm` annotations of `stretches` sent as a UART signal,
 /// through `arm_tpiu` (stream 1) when `tpiu`.
 fn run_sigrok(stretches: &[&[u8]], tpiu: bool) -> Listing {
-    let signal = uart_signal(stretches, 20);
-    let path = std::env::temp_dir().join(format!("itm_sigrok_{}_{tpiu}.bin", std::process::id()));
-    std::fs::write(&path, &signal).expect("write the signal");
-    let rate = 1_000_000 * SAMPLES_PER_BIT;
-    let stack = if tpiu {
-        "uart:rx=0:baudrate=1000000,arm_tpiu:stream=1,arm_itm"
-    } else {
-        "uart:rx=0:baudrate=1000000,arm_itm"
-    };
-    let out = Command::new("sigrok-cli")
-        .arg("-I")
-        .arg(format!("binary:numchannels=1:samplerate={rate}"))
-        .arg("-i")
-        .arg(&path)
-        .args(["-P", stack])
-        .args(["-A", "arm_itm=trace:software:dwt_watchpoint:dwt_exc:dwt_pc"])
-        .output()
-        .expect("run sigrok-cli");
-    let _ = std::fs::remove_file(&path);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    sigroks(&String::from_utf8(out.stdout).expect("UTF-8 annotations"))
+    sigroks(&test_support::sigrok::itm_annotations(stretches, tpiu))
 }
 
 /// Every non-software annotation equal, in order; per port the other writes
@@ -319,7 +254,7 @@ fn raw_itm_stream_agrees_with_sigrok() {
     let Some(dir) = test_support::real_dir() else {
         return;
     };
-    if !sigrok_present() {
+    if !test_support::sigrok::present() {
         return;
     }
     let bytes = std::fs::read(dir.join("stm32-itm-etm-swo/itm_only.bin")).expect("capture");

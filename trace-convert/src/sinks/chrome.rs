@@ -34,12 +34,17 @@
 //!   thread while its stack does not change are one instant at the time of
 //!   the first, with `args` `count` (how many) and `last_ts` (the time of
 //!   the last) when there are several (see [`super::coalesce`]).
+//! - ITM/DWT sources (see [`super::itm`]): exception trace as `B`/`E`
+//!   slices of category `exception` on the source's thread, stimulus-port
+//!   text and overflows as instants, DWT data values as counters (`C`)
+//!   named by comparator.
 //! - `ts` is in microseconds from the start of the trace (fractional,
 //!   three decimals: nanoseconds, rounded to the nearest).
 //!
 //! [`FrameKind`]: crate::callstack::FrameKind
 
 use super::coalesce::{Held, Instants};
+use super::itm::{is_itm_mark, ItmTimeline, Mark};
 use crate::clock::ClockInfo;
 use crate::fast_map::{FastMap, FastSet};
 use crate::input::source::Task;
@@ -79,6 +84,10 @@ pub struct ChromeSink<W: Output> {
     line: Vec<u8>,
     /// The event's `ts`.
     ts: Vec<u8>,
+    /// What the ITM sources' events draw, and each ITM thread's latest
+    /// time.
+    itm: ItmTimeline,
+    itm_time: FastMap<ThreadKey, u64>,
 }
 
 impl<W: Output> ChromeSink<W> {
@@ -101,7 +110,89 @@ impl<W: Output> ChromeSink<W> {
             json_names: Vec::new(),
             line: Vec::with_capacity(256),
             ts: Vec::with_capacity(32),
+            itm: ItmTimeline::default(),
+            itm_time: FastMap::default(),
         }
+    }
+
+    /// Write `marks` of `thread` at `time` (ITM events, see
+    /// [`super::itm`]).
+    fn write_marks(
+        &mut self,
+        thread: ThreadKey,
+        time: u64,
+        clock: &ClockInfo,
+        marks: &[Mark],
+    ) -> io::Result<()> {
+        if marks.is_empty() {
+            return Ok(());
+        }
+        if self.instants.holds(thread) {
+            self.write_held(thread, clock)?;
+        }
+        let (pid, tid) = self.ids(thread)?;
+        let mut ts = Vec::with_capacity(32);
+        write_ts(&mut ts, clock, time);
+        for m in marks {
+            match m {
+                // Exception slices are written as they come, also those
+                // that end when they began (an exception between two PC
+                // samples, on a clock of samples): the track holds no
+                // other slices for them to be nested in.
+                Mark::Begin(name) | Mark::End(name) => {
+                    self.write_begun(thread, None)?;
+                    let ph = if matches!(m, Mark::Begin(_)) {
+                        b'B'
+                    } else {
+                        b'E'
+                    };
+                    self.exception_line(ph, pid, tid, &ts, name);
+                    self.sep()?;
+                    self.out.write_all(&self.line)?;
+                }
+                Mark::Instant(name) => {
+                    self.write_begun(thread, Some(&ts))?;
+                    self.instant(pid, tid, &ts, name)?;
+                }
+                Mark::Counter { track, value } => {
+                    self.write_begun(thread, Some(&ts))?;
+                    let l = &mut self.line;
+                    l.clear();
+                    l.extend_from_slice(br#"{"ph":"C","pid":"#);
+                    push_int(l, pid);
+                    l.extend_from_slice(br#","tid":"#);
+                    push_int(l, tid);
+                    l.extend_from_slice(br#","ts":"#);
+                    l.extend_from_slice(&ts);
+                    l.extend_from_slice(br#","name":"#);
+                    l.extend_from_slice(json_str(track).as_bytes());
+                    l.extend_from_slice(br#","args":{"value":"#);
+                    l.extend_from_slice(itoa::Buffer::new().format(*value).as_bytes());
+                    l.extend_from_slice(b"}}");
+                    self.sep()?;
+                    self.out.write_all(&self.line)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The `B` or `E` line of an exception slice (ITM exception trace),
+    /// category `exception`, in `self.line`.
+    fn exception_line(&mut self, ph: u8, pid: u64, tid: u64, ts: &[u8], name: &str) {
+        let l = &mut self.line;
+        l.clear();
+        l.extend_from_slice(br#"{"ph":""#);
+        l.push(ph);
+        l.extend_from_slice(br#"","pid":"#);
+        push_int(l, pid);
+        l.extend_from_slice(br#","tid":"#);
+        push_int(l, tid);
+        l.extend_from_slice(br#","ts":"#);
+        l.extend_from_slice(ts);
+        l.extend_from_slice(br#","cat":"exception","name":"#);
+        l.extend_from_slice(json_str(name).as_bytes());
+        l.push(b'}');
     }
 
     /// Write the instants `thread` holds.
@@ -483,6 +574,13 @@ impl<W: Output> Sink for ChromeSink<W> {
         if let Some(task) = ctx.task(ctx.thread) {
             self.rtos.entry(task.number).or_insert_with(|| task.clone());
         }
+        if is_itm_mark(&event.kind) {
+            let mut marks = Vec::new();
+            self.itm.marks(event, ctx.thread, &mut marks);
+            self.itm_time.insert(ctx.thread, ctx.time);
+            self.write_marks(ctx.thread, ctx.time, ctx.clock, &marks)?;
+            return Ok(Flow::Continue);
+        }
         let changed = !ctx.closed.is_empty() || !ctx.opened.is_empty();
         if !Interest::StackChanges.wants(event, changed) {
             return Ok(Flow::Continue);
@@ -511,6 +609,10 @@ impl<W: Output> Sink for ChromeSink<W> {
     }
 
     fn finish(&mut self, info: &RunInfo) -> io::Result<()> {
+        for (thread, marks) in self.itm.end() {
+            let time = self.itm_time.get(&thread).copied().unwrap_or_default();
+            self.write_marks(thread, time, &info.clock, &marks)?;
+        }
         for (thread, held) in self.instants.take_all() {
             self.write_run(thread, held, &info.clock)?;
         }

@@ -182,8 +182,9 @@ impl Interest {
     }
 }
 
-/// Exceptions, gaps, trace-on and memory-not-accessible events: the
-/// instants a timeline marks.
+/// Exceptions, gaps, trace-on and memory-not-accessible events, and the
+/// ITM/DWT events a timeline draws ([`super::itm`]): the events a
+/// timeline marks without a change of the call stack.
 #[must_use]
 #[inline]
 pub fn is_instant(event: &Event) -> bool {
@@ -193,5 +194,9 @@ pub fn is_instant(event: &Event) -> bool {
             | EventKind::Gap(_)
             | EventKind::TraceOn { .. }
             | EventKind::AddrNacc { .. }
+            | EventKind::Stimulus { .. }
+            | EventKind::ExceptionTrace { .. }
+            | EventKind::DataTrace { .. }
+            | EventKind::Overflow
     )
 }

@@ -21,6 +21,12 @@
 //! `cpu_0 Cortex-R5/task_a;...` when the run has several sources), those
 //! of the code that ran before the core's first task switch as above.
 //!
+//! The PC samples of an ITM/DWT source (DWT periodic sampling, the
+//! profile of a core without an ETM) weigh one each, on the stack of the
+//! source's thread and the function holding the sampled address (its
+//! address when no symbol covers it, `[sleep]` for samples taken while
+//! the processor slept).
+//!
 //! An inferred caller (a return out of the outermost frame) is placed
 //! under everything that ran before it since the trace (re)started, as
 //! the caller it stands for was running from then on. `;` in names
@@ -114,6 +120,8 @@ pub struct FoldedStacks {
     by_process: bool,
     /// The thread nodes of RTOS tasks, whose name starts every stack.
     task_nodes: crate::fast_map::FastSet<u32>,
+    /// The labels of PC samples' functions, by name.
+    sample_labels: FastMap<String, u32>,
 }
 
 impl FoldedStacks {
@@ -137,6 +145,34 @@ impl FoldedStacks {
             task_names: FastMap::default(),
             by_process: false,
             task_nodes: crate::fast_map::FastSet::default(),
+            sample_labels: FastMap::default(),
+        }
+    }
+
+    /// A PC sample of an ITM/DWT source: one more under the function
+    /// holding `pc` (its address when no symbol covers it; `[sleep]` for
+    /// a processor asleep) on the source's thread.
+    #[inline(never)]
+    fn sample(&mut self, pc: Option<u32>, ctx: &EventCtx<'_>) {
+        let root = self.thread_node(ctx.thread, ctx);
+        let name = match pc {
+            None => "[sleep]".to_owned(),
+            Some(pc) => ctx
+                .symbols
+                .function(pc)
+                .map_or_else(|| crate::symbols::hex_name(pc), |f| f.name.clone()),
+        };
+        let label = match self.sample_labels.get(&name) {
+            Some(&l) => l,
+            None => {
+                let l = self.label(name.clone());
+                self.sample_labels.insert(name, l);
+                l
+            }
+        };
+        let n = self.child(root, label);
+        if let Some(node) = self.nodes.get_mut(n as usize) {
+            node.weight += 1;
         }
     }
 
@@ -395,6 +431,9 @@ impl FoldedStacks {
             // The common case: weight on the current frame.
             let w = self.weight_of(event, ctx);
             if w == 0 {
+                if let EventKind::PcSample { pc } = event.kind {
+                    self.sample(pc, ctx);
+                }
                 return;
             }
             let at = match self.last {

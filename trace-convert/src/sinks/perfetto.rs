@@ -18,13 +18,17 @@
 //! thread IDs, named by their commands (a thread traced on a second core
 //! gets a second track inside its thread's, `thread on core`). The RTOS
 //! tasks of a core (see [`crate::tasks`]) are threads of a process named
-//! after the core, one track each, named after the task. Timestamps
+//! after the core, one track each, named after the task. ITM/DWT sources
+//! (see [`super::itm`]): exception trace as slices on the source's
+//! thread track, stimulus-port text and overflows as instants, DWT data
+//! values on a counter track per comparator inside it. Timestamps
 //! are nanoseconds on the run's clock (see [`crate::clock`]).
 
 pub mod writer;
 
 use self::writer::{NameId, PerfettoWriter, TrackId};
 use super::coalesce::{Held, Instants};
+use super::itm::{is_itm_mark, ItmTimeline, Mark};
 use crate::callstack::FuncId;
 use crate::clock::ClockInfo;
 use crate::fast_map::{FastMap, FastSet};
@@ -56,6 +60,11 @@ pub struct PerfettoSink<W: Output> {
     instants: Instants,
     /// The profile of each source's core, by trace ID.
     profiles: FastMap<u8, crate::profile::Profile>,
+    /// What the ITM sources' events draw, each ITM thread's latest time,
+    /// and the counter tracks of their DWT comparators.
+    itm: ItmTimeline,
+    itm_time: FastMap<ThreadKey, u64>,
+    counters: FastMap<(ThreadKey, String), TrackId>,
 }
 
 /// The processes and tracks declared so far.
@@ -96,7 +105,53 @@ impl<W: Output> PerfettoSink<W> {
             iids: Vec::new(),
             instants: Instants::default(),
             profiles: FastMap::default(),
+            itm: ItmTimeline::default(),
+            itm_time: FastMap::default(),
+            counters: FastMap::default(),
         }
+    }
+
+    /// Write `marks` of `thread` at `time` (ITM events, see
+    /// [`super::itm`]).
+    fn write_marks(
+        &mut self,
+        thread: ThreadKey,
+        time: u64,
+        clock: &ClockInfo,
+        marks: &[Mark],
+    ) -> io::Result<()> {
+        if marks.is_empty() {
+            return Ok(());
+        }
+        if self.instants.holds(thread) {
+            let held = self.instants.take(thread);
+            self.write_run(thread, held, clock)?;
+        }
+        let Some(w) = self.writer.as_mut() else {
+            return Err(io::Error::other("perfetto output already finished"));
+        };
+        let slices = self.layout.tracks(w, thread)?.slices;
+        let ts = clock.nanos(time);
+        for m in marks {
+            match m {
+                Mark::Begin(name) => w.begin(slices, ts, name)?,
+                Mark::End(_) => w.end(slices, ts)?,
+                Mark::Instant(name) => w.instant(slices, ts, name)?,
+                Mark::Counter { track, value } => {
+                    let key = (thread, track.clone());
+                    let id = match self.counters.get(&key) {
+                        Some(id) => *id,
+                        None => {
+                            let id = w.counter_track(track, None, Some(slices))?;
+                            self.counters.insert(key, id);
+                            id
+                        }
+                    };
+                    w.counter(id, ts, *value)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Write `held`, instants of `thread`.
@@ -296,6 +351,13 @@ impl<W: Output> Sink for PerfettoSink<W> {
                 .entry(task.number)
                 .or_insert_with(|| task.clone());
         }
+        if is_itm_mark(&event.kind) {
+            let mut marks = Vec::new();
+            self.itm.marks(event, ctx.thread, &mut marks);
+            self.itm_time.insert(ctx.thread, ctx.time);
+            self.write_marks(ctx.thread, ctx.time, ctx.clock, &marks)?;
+            return Ok(Flow::Continue);
+        }
         let instant = match event.kind {
             EventKind::Exception { number, .. } => Some(
                 self.profiles
@@ -364,6 +426,10 @@ impl<W: Output> Sink for PerfettoSink<W> {
     }
 
     fn finish(&mut self, info: &RunInfo) -> io::Result<()> {
+        for (thread, marks) in self.itm.end() {
+            let time = self.itm_time.get(&thread).copied().unwrap_or_default();
+            self.write_marks(thread, time, &info.clock, &marks)?;
+        }
         for (thread, held) in self.instants.take_all() {
             self.write_run(thread, held, &info.clock)?;
         }

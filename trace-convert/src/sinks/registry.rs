@@ -17,6 +17,7 @@ use super::autofdo::AutofdoSink;
 use super::chrome::ChromeSink;
 use super::events_file::EventsSink;
 use super::folded::{FoldedSink, Weight};
+use super::itm::ItmTextSink;
 use super::lcov::coverage::LcovOptions;
 use super::lcov::LcovSink;
 use super::perfetto::PerfettoSink;
@@ -216,6 +217,19 @@ pub const FORMATS: &[Format] = &[
         },
         how_to_open: "jq . FILE",
         open: |out, _| Ok(Box::new(TasksSink::new(out))),
+    },
+    Format {
+        flag: "itm-text",
+        what: "ITM stimulus text",
+        help: "Write the text software wrote to ITM stimulus ports, as a console (lines prefixed by port when several are used; ITM sources: --protocol itm or --itm-trace-id); `-` for standard output. Example: --itm-text console.txt",
+        in_folder: None,
+        needs: Needs {
+            lines: false,
+            code: false,
+            capture: false,
+        },
+        how_to_open: "less FILE",
+        open: |out, _| Ok(Box::new(ItmTextSink::new(out))),
     },
     Format {
         flag: "save-events",

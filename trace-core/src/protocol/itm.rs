@@ -60,6 +60,8 @@ impl PacketProtocol for Itm {
     const ABOUT: &'static str =
         "ITM/DWT, ARMv7-M instrumentation trace (stimulus ports, PC samples, exception trace)";
     const CODE: u8 = 2;
+    /// Almost any bytes form ITM packets when read from a packet header.
+    const RECOGNIZABLE: bool = false;
     /// ITM_TCR (in `etmcr`) of an ITM sending no synchronization packets,
     /// as on a serial wire output: ITMENA, DWTENA, trace ID 1.
     const TYPICAL_REGS: Regs = Regs {

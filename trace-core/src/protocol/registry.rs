@@ -98,6 +98,13 @@ macro_rules! core_types {
                 match self { $( Protocol::$name => <$imp>::ATOMS, )* }
             }
 
+            /// Whether a capture can be recognized as this protocol by how
+            /// well its bytes parse ([`PacketProtocol::RECOGNIZABLE`]).
+            #[must_use]
+            pub fn recognizable(self) -> bool {
+                match self { $( Protocol::$name => <$imp>::RECOGNIZABLE, )* }
+            }
+
             /// The registers a source described by flags alone starts from.
             #[must_use]
             pub fn typical_regs(self) -> Regs {

@@ -59,6 +59,11 @@ pub trait PacketProtocol: 'static {
     /// The registers a source described by flags alone starts from
     /// (typical values of the protocol's common implementation).
     const TYPICAL_REGS: Regs;
+    /// Whether bytes of this protocol stand out by how well they parse
+    /// as it (most bytes of other data do not form its packets), so that
+    /// a capture's protocol can be told from its first bytes. By default
+    /// yes; no for a protocol whose packets almost any bytes form (ITM).
+    const RECOGNIZABLE: bool = true;
 
     // --- Configuration ---
 

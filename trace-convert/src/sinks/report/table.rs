@@ -43,6 +43,8 @@ pub struct Row {
     pub self_cycles: u64,
     /// Cycles while it was on the stack.
     pub total_cycles: u64,
+    /// PC samples of an ITM/DWT source in it (DWT periodic sampling).
+    pub samples: u64,
 }
 
 /// Instructions and cycles counted so far, per thread.
@@ -153,6 +155,10 @@ impl ReportTable {
         }
         let instructions = match event.kind {
             EventKind::Range(r) => u64::from(r.count),
+            EventKind::PcSample { pc } => {
+                self.sample(pc, ctx);
+                return;
+            }
             _ => 0,
         };
         let cycles = ctx.cycles;
@@ -179,6 +185,23 @@ impl ReportTable {
             if top.is_none() {
                 row.total_cycles += cycles;
             }
+        }
+    }
+
+    /// A PC sample: one more for the function holding `pc` (its address
+    /// when no symbol covers it, `[sleep]` for a processor asleep).
+    #[inline(never)]
+    fn sample(&mut self, pc: Option<u32>, ctx: &EventCtx<'_>) {
+        let name = match pc {
+            None => "[sleep]".to_owned(),
+            Some(pc) => ctx
+                .symbols
+                .function(pc)
+                .map_or_else(|| crate::symbols::hex_name(pc), |f| f.name.clone()),
+        };
+        let r = self.row_named(&name);
+        if let Some(row) = self.rows.get_mut(r) {
+            row.samples += 1;
         }
     }
 

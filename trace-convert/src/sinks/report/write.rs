@@ -17,6 +17,9 @@ pub struct Report<'a> {
     /// Cycles of the run (0: the trace has no cycle counts, and the
     /// cycle columns are left out or empty).
     pub cycles: u64,
+    /// PC samples of the run's ITM/DWT sources (0: none, and the sample
+    /// columns are left out).
+    pub samples: u64,
 }
 
 impl<'a> Report<'a> {
@@ -31,11 +34,29 @@ impl<'a> Report<'a> {
             SortKey::Calls => r.calls,
             SortKey::Name => 0,
         };
-        rows.sort_by(|a, b| by(b).cmp(&by(a)).then_with(|| a.name.cmp(&b.name)));
+        // Rows of samples only (ITM/DWT) after those of instructions, by
+        // their samples.
+        let samples_by = |r: &Row| if key == SortKey::Name { 0 } else { r.samples };
+        rows.sort_by(|a, b| {
+            by(b)
+                .cmp(&by(a))
+                .then_with(|| samples_by(b).cmp(&samples_by(a)))
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        let samples = rows.iter().map(|r| r.samples).sum();
         Report {
             rows,
             instructions,
             cycles,
+            samples,
+        }
+    }
+
+    fn sample_percent(&self, n: u64) -> f64 {
+        if self.samples == 0 {
+            0.0
+        } else {
+            n as f64 * 100.0 / self.samples as f64
         }
     }
 
@@ -73,6 +94,11 @@ impl<'a> Report<'a> {
             head.push("Self cycles".into());
             head.push("Total cycles".into());
         }
+        let samples = self.samples > 0;
+        if samples {
+            head.push("Samples%".into());
+            head.push("Samples".into());
+        }
         let cells: Vec<Vec<String>> = self
             .rows
             .iter()
@@ -87,6 +113,10 @@ impl<'a> Report<'a> {
                 if cycles {
                     v.push(r.self_cycles.to_string());
                     v.push(r.total_cycles.to_string());
+                }
+                if samples {
+                    v.push(format!("{:.2}%", self.sample_percent(r.samples)));
+                    v.push(r.samples.to_string());
                 }
                 v
             })
@@ -107,6 +137,9 @@ impl<'a> Report<'a> {
         write!(out, "# {} instructions", self.instructions)?;
         if cycles {
             write!(out, ", {} cycles", self.cycles)?;
+        }
+        if samples {
+            write!(out, ", {} PC samples", self.samples)?;
         }
         writeln!(
             out,
@@ -135,9 +168,11 @@ impl<'a> Report<'a> {
     }
 
     fn csv(&self, out: &mut dyn Write) -> io::Result<()> {
+        let samples = self.samples > 0;
         writeln!(
             out,
-            "function,calls,self_instructions,self_percent,total_instructions,total_percent,self_cycles,total_cycles"
+            "function,calls,self_instructions,self_percent,total_instructions,total_percent,self_cycles,total_cycles{}",
+            if samples { ",samples,samples_percent" } else { "" }
         )?;
         for r in &self.rows {
             write!(
@@ -151,10 +186,14 @@ impl<'a> Report<'a> {
                 self.percent(r.total_instructions),
             )?;
             if self.cycles > 0 {
-                writeln!(out, "{},{}", r.self_cycles, r.total_cycles)?;
+                write!(out, "{},{}", r.self_cycles, r.total_cycles)?;
             } else {
-                writeln!(out, ",")?;
+                write!(out, ",")?;
             }
+            if samples {
+                write!(out, ",{},{:.4}", r.samples, self.sample_percent(r.samples))?;
+            }
+            writeln!(out)?;
         }
         Ok(())
     }
@@ -178,6 +217,8 @@ impl<'a> Report<'a> {
                 total_percent: self.percent(r.total_instructions),
                 self_cycles: cycles(r.self_cycles),
                 total_cycles: cycles(r.total_cycles),
+                samples: (self.samples > 0).then_some(r.samples),
+                samples_percent: (self.samples > 0).then(|| self.sample_percent(r.samples)),
             })
             .collect()
     }
@@ -214,6 +255,11 @@ pub(super) struct JsonRow<'a> {
     total_percent: f64,
     self_cycles: Option<u64>,
     total_cycles: Option<u64>,
+    /// PC samples (runs with ITM/DWT samples only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    samples: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    samples_percent: Option<f64>,
 }
 
 /// A CSV field (RFC 4180): quoted when it holds a comma, a quote or a
