@@ -14,8 +14,9 @@
 //! - **instructions** otherwise: one tick per instruction, shown as one
 //!   nanosecond. An ITM/DWT source executes no instruction of its own:
 //!   its time advances by its local timestamps (ticks of the local
-//!   timestamp clock), and before any by one tick per periodic PC sample
-//!   (the samples are one sampling period apart).
+//!   timestamp clock), and by one tick per periodic PC sample that no
+//!   local timestamp came before (the samples are one sampling period
+//!   apart).
 //!
 //! Each trace ID (core) has its own position on the clock.
 //!
@@ -202,8 +203,8 @@ struct CoreClock {
     cycles_since: u64,
     cycles_seen: u64,
     ticks_seen: u64,
-    /// An ITM source that sent a local timestamp: its time follows them
-    /// (else its periodic PC samples).
+    /// An ITM source sent a local timestamp since its last PC sample:
+    /// the next sample's time is the timestamp's.
     local: bool,
 }
 
@@ -370,6 +371,7 @@ impl Clocks {
             (ClockKind::Instructions, EventKind::PcSample { .. }) if !core.local => {
                 core.now = core.now.saturating_add(1);
             }
+            (ClockKind::Instructions, EventKind::PcSample { .. }) => core.local = false,
             _ => {}
         }
         if let (ClockKind::Timestamps, EventKind::Timestamp { value, .. }) = (kind, &event.kind) {
@@ -528,6 +530,39 @@ mod tests {
             (c.info().micros(SUB_TICKS) - 0.001).abs() < 1e-12,
             "a tick shown as 1 ns"
         );
+    }
+
+    /// An ITM source's time: its local timestamps' ticks, and one tick
+    /// per PC sample that no local timestamp came before.
+    #[test]
+    fn itm_time_follows_local_timestamps_and_samples() {
+        let mut c = Clocks::new(ClockInfo::default());
+        let ev = |kind| Event {
+            offset: 0,
+            id: 1,
+            kind,
+        };
+        let local = |delta| {
+            ev(EventKind::LocalTimestamp {
+                delta,
+                relation: trace_core::event::TimeRelation::Sync,
+            })
+        };
+        let sample = ev(EventKind::PcSample { pc: Some(0x100) });
+        let times: Vec<u64> = [
+            sample,
+            sample,
+            local(50),
+            sample,
+            sample,
+            ev(EventKind::Overflow),
+            local(7),
+        ]
+        .iter()
+        .map(|e| c.advance(e).end)
+        .collect();
+        assert_eq!(times, [1, 2, 52, 52, 53, 53, 60]);
+        assert_eq!(c.now(2), 0);
     }
 
     #[test]

@@ -260,6 +260,39 @@ mod tests {
         );
     }
 
+    /// `--core` gives the protocol, the ID registers under the flags and
+    /// the core of every source; `--itm-trace-id` adds an ITM source
+    /// beside them.
+    #[test]
+    fn core_presets_and_the_itm_source() {
+        let flags = SourceFlags {
+            layout: Layout::Tpiu,
+            core: crate::input::cores::core_preset("cortex-m4"),
+            etmcr: Some(0x980),
+            itm_trace_id: Some(1),
+            ..SourceFlags::default()
+        };
+        let cap = flags
+            .capture(Path::new("swo.bin"))
+            .expect("the core names a protocol");
+        let etm = cap.source(0x0A).expect("any ID");
+        assert_eq!(etm.protocol, Protocol::Etmv3);
+        assert_eq!(
+            (etm.regs.etmcr, etm.regs.etmidr, etm.regs.etmccer),
+            (0x980, 0x4114_F250, 0x1854_1800)
+        );
+        assert_eq!(etm.core.as_deref(), Some("Cortex-M4"));
+        let itm = cap.source(1).expect("the ITM source");
+        assert_eq!(itm.protocol, Protocol::Itm);
+        // An explicit register overrides the preset.
+        let flags = SourceFlags {
+            etmidr: Some(0x4114_F240),
+            ..flags
+        };
+        let cap = flags.capture(Path::new("swo.bin")).expect("protocol");
+        assert_eq!(cap.source(0x0A).map(|s| s.regs.etmidr), Some(0x4114_F240));
+    }
+
     #[test]
     fn formatted_capture_without_id_decodes_every_id() {
         let flags = SourceFlags {

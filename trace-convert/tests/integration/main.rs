@@ -40,6 +40,7 @@ mod help_examples;
 mod help_groups;
 mod inline_scopes;
 mod inline_stacks;
+mod itm_cli;
 mod kallsyms_names;
 mod lcov_paths;
 mod listing_lines;

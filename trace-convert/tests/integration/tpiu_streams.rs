@@ -13,21 +13,36 @@ use std::process::Command;
 /// instruction for instruction, with no byte cut by hand.
 #[test]
 fn bubble_sort_decodes_to_sigroks_instructions() {
+    bubble_sort_with(&[
+        "--protocol",
+        "etm",
+        "--etmcr",
+        "0x980",
+        "--etmidr",
+        "0x4114F250",
+        "--etmccer",
+        "0x18541800",
+    ]);
+}
+
+/// The same with `--core cortex-m4` in place of the protocol, ETMIDR and
+/// ETMCCER: the preset's registers are the STM32F4's.
+#[test]
+fn bubble_sort_decodes_with_the_core_preset() {
+    bubble_sort_with(&["--core", "cortex-m4", "--etmcr", "0x980"]);
+}
+
+/// `decode --instructions` of the capture with `registers` (and the
+/// layout, the ELF) lists sigrok's instructions.
+fn bubble_sort_with(registers: &[&str]) {
     let Some(real) = test_support::real_dir() else {
         return;
     };
     let dir = real.join("stm32f407-swo/bubble-sort");
     let out = Command::new(env!("CARGO_BIN_EXE_trace-convert"))
         .args(["decode", "--instructions", "--format", "jsonl"])
-        .args(["--protocol", "etm", "--layout", "tpiu"])
-        .args([
-            "--etmcr",
-            "0x980",
-            "--etmidr",
-            "0x4114F250",
-            "--etmccer",
-            "0x18541800",
-        ])
+        .args(["--layout", "tpiu"])
+        .args(registers)
         .arg("--elf")
         .arg(dir.join("target.elf"))
         .arg(dir.join("swo.bin"))
