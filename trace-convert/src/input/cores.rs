@@ -40,16 +40,15 @@ impl CorePreset {
     #[must_use]
     pub fn assumed(&self) -> String {
         format!(
-            "--core {}: {} {} with ETMIDR {:#010x} and ETMCCER {:#010x}, M-profile exceptions {}",
+            "--core {}: {} with ETMIDR {:#010x} and ETMCCER {:#010x}, exceptions numbered as on {}",
             self.flag,
-            self.core,
             self.protocol.title(),
             self.etmidr,
             self.etmccer,
             if self.core.starts_with("Cortex-M") {
-                "yes"
+                "ARMv7-M"
             } else {
-                "no"
+                "ARMv7-A/R"
             }
         )
     }
@@ -71,7 +70,11 @@ const fn preset(
     }
 }
 
-/// Every preset, in the order of `--core`'s values.
+/// Every preset, in the order of `--core`'s values. The decoders read
+/// ETMIDR's version (bits 11:4) and bits 18 (32-bit Thumb), 19 (Security
+/// Extensions) and 20 (alternative branch encoding), and ETMCCER's bits
+/// 22, 28, 29 (ETMv3.5 timestamps: implemented, natural binary, 64-bit),
+/// 24 (PTM: DMB/DSB are waypoints) and 26 (virtualization).
 pub const CORES: &[CorePreset] = &[
     // ETM-M3: ETMv3.4, alternative branch address encoding, 32-bit Thumb.
     preset(
@@ -121,22 +124,11 @@ pub const CORES: &[CorePreset] = &[
         0x410C_F250,
         0x3440_08F2,
     ),
-    // Cortex-A8's ETM: ETMv3.3 with Security Extensions, no timestamps.
-    preset(
-        "cortex-a8",
-        "Cortex-A8",
-        Protocol::Etmv3,
-        0x410C_F230,
-        0x0000_08EA,
-    ),
-    // PTM-A9: PFT 1.0.
-    preset(
-        "cortex-a9",
-        "Cortex-A9",
-        Protocol::Ptm,
-        0x411C_F300,
-        0x0000_0AEA,
-    ),
+    // Cortex-A8's ETM: ETMv3.3 with Security Extensions (before ETMv3.5
+    // no ETMCCER bit is read).
+    preset("cortex-a8", "Cortex-A8", Protocol::Etmv3, 0x410C_F230, 0),
+    // PTM-A9: PFT 1.0; ETMCCER: no virtualization, DMB/DSB not waypoints.
+    preset("cortex-a9", "Cortex-A9", Protocol::Ptm, 0x411C_F300, 0),
     // Cortex-A15's PTM: PFT 1.1 (TC2's snapshot).
     preset(
         "cortex-a15",
@@ -177,18 +169,54 @@ mod tests {
         }
     }
 
-    /// The values cross-checked against the real captures' registers.
+    /// The presets of the cores in the real snapshots (TC2's Cortex-A7
+    /// and Cortex-A15, the AM243x's Cortex-R5) carry the ETMIDR and
+    /// ETMCCER their snapshots' device files give; and the STM32F4's
+    /// ETMIDR and ETMCCER (bubble-sort's) are the Cortex-M4's.
     #[test]
     #[allow(clippy::unwrap_used)]
-    fn presets_agree_with_the_captures() {
+    fn presets_agree_with_the_snapshots() {
+        let mut snapshots = Vec::new();
+        if let Some(d) = test_support::opencsd_dir() {
+            snapshots.push(d.join("TC2"));
+        }
+        if let Some(d) = test_support::real_dir() {
+            snapshots.push(d.join("am243x-r5f/002b37c-freertos"));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for dir in snapshots {
+            let input =
+                crate::input::resolve(&dir, &crate::input::flags::SourceFlags::default()).unwrap();
+            for s in input.captures.iter().flat_map(|c| &c.sources) {
+                let Some(core) = crate::convert::core_label(&input, s) else {
+                    continue;
+                };
+                // `cpu_0 Cortex-A7`, `Cortex-A15_0`: the type's name.
+                let lower = core.to_ascii_lowercase();
+                let Some(at) = lower.find("cortex-") else {
+                    panic!("no core type in {core}");
+                };
+                let kind: String = lower[at..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                    .collect();
+                let preset = core_preset(&kind).unwrap_or_else(|| panic!("no preset for {core}"));
+                assert_eq!(preset.protocol, s.protocol, "{core}");
+                assert_eq!(
+                    (preset.etmidr, preset.etmccer),
+                    (s.regs.etmidr, s.regs.etmccer),
+                    "{core}"
+                );
+                seen.insert(kind);
+            }
+        }
+        eprintln!("checked {seen:?}");
+        if test_support::opencsd_dir().is_some() && test_support::real_dir().is_some() {
+            assert_eq!(seen.len(), 3, "{seen:?}");
+        }
         let m4 = core_preset("cortex-m4").unwrap();
         assert_eq!((m4.etmidr, m4.etmccer), (0x4114_F250, 0x1854_1800));
-        let a15 = core_preset("Cortex-A15").unwrap();
-        assert_eq!((a15.etmidr, a15.etmccer), (0x411C_F312, 0x34C0_1AC2));
-        let a7 = core_preset("cortex-a7").unwrap();
-        assert_eq!((a7.etmidr, a7.etmccer), (0x410C_F250, 0x3440_08F2));
-        let r5 = core_preset("cortex-r5").unwrap();
-        assert_eq!((r5.etmidr, r5.etmccer), (0x4104_F230, 0x9BA));
+        assert!(core_preset("Cortex-A15").is_some());
         assert!(core_preset("cortex-m7").is_none());
     }
 }

@@ -226,7 +226,10 @@ fn formatted_streams_with_an_etm_give_the_itms_exceptions_and_samples() {
         ]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
-            stderr.contains("--core cortex-m4: Cortex-M4 ETMv3 with ETMIDR 0x4114f250"),
+            stderr.contains(
+                "--core cortex-m4: ETMv3 with ETMIDR 0x4114f250 and ETMCCER 0x18541800, \
+                 exceptions numbered as on ARMv7-M"
+            ),
             "{stderr}"
         );
         let (want_slices, want_samples) = truth(&flow);
