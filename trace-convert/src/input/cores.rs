@@ -76,12 +76,14 @@ const fn preset(
 /// 22, 28, 29 (ETMv3.5 timestamps: implemented, natural binary, 64-bit),
 /// 24 (PTM: DMB/DSB are waypoints) and 26 (virtualization).
 pub const CORES: &[CorePreset] = &[
-    // ETM-M3: ETMv3.4, alternative branch address encoding, 32-bit Thumb.
+    // Cortex-M3's ETM (its TRM, ARM DDI 0337I, ETMIDR): ETMv3.5,
+    // alternative branch encoding, no Security Extensions, 32-bit Thumb;
+    // ETMCCER as the Cortex-M4's.
     preset(
         "cortex-m3",
         "Cortex-M3",
         Protocol::Etmv3,
-        0x4114_F240,
+        0x4114_F250,
         0x1854_1800,
     ),
     // ETM-M4: ETMv3.5 (bubble-sort's STM32F407).
@@ -108,7 +110,8 @@ pub const CORES: &[CorePreset] = &[
         0x4104_F230,
         0x0000_09BA,
     ),
-    // ETM-A5: ETMv3.5 with Security Extensions.
+    // ETM-A5 (its TRM, ARM DDI 0435A: 0x410CF25x): ETMv3.5 with Security
+    // Extensions; ETMCCER as the Cortex-A7's.
     preset(
         "cortex-a5",
         "Cortex-A5",
@@ -124,10 +127,12 @@ pub const CORES: &[CorePreset] = &[
         0x410C_F250,
         0x3440_08F2,
     ),
-    // Cortex-A8's ETM: ETMv3.3 with Security Extensions (before ETMv3.5
-    // no ETMCCER bit is read).
+    // Cortex-A8's ETM (its TRM, ARM DDI 0344H): ETMv3.3 with Security
+    // Extensions and 32-bit Thumb (before ETMv3.5 no ETMCCER bit is read).
     preset("cortex-a8", "Cortex-A8", Protocol::Etmv3, 0x410C_F230, 0),
-    // PTM-A9: PFT 1.0; ETMCCER: no virtualization, DMB/DSB not waypoints.
+    // PTM-A9: PFT 1.0 (ETMIDR as ARM IHI 0035B lays it out: bit 20 reads
+    // as one), Security Extensions; ETMCCER: no virtualization, DMB/DSB
+    // not waypoints.
     preset("cortex-a9", "Cortex-A9", Protocol::Ptm, 0x411C_F300, 0),
     // Cortex-A15's PTM: PFT 1.1 (TC2's snapshot).
     preset(

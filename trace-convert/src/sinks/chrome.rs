@@ -35,7 +35,9 @@
 //!   the first, with `args` `count` (how many) and `last_ts` (the time of
 //!   the last) when there are several (see [`super::coalesce`]).
 //! - ITM/DWT sources (see [`super::itm`]): exception trace as `B`/`E`
-//!   slices of category `exception` on the source's thread, stimulus-port
+//!   slices of category `exception` on the source's thread (written also
+//!   when they end where they began: nothing else on that track nests
+//!   in them), stimulus-port
 //!   text and overflows as instants, DWT data values as counters (`C`)
 //!   named by comparator.
 //! - `ts` is in microseconds from the start of the trace (fractional,
