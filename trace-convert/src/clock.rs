@@ -12,11 +12,14 @@
 //!   advances by one tick per instruction so slices keep a width; it never
 //!   goes back;
 //! - **instructions** otherwise: one tick per instruction, shown as one
-//!   nanosecond. An ITM/DWT source executes no instruction of its own:
-//!   its time advances by its local timestamps (ticks of the local
-//!   timestamp clock), and by one tick per periodic PC sample that no
-//!   local timestamp came before (the samples are one sampling period
-//!   apart).
+//!   nanosecond.
+//!
+//! Only the sources that trace instructions choose the clock. An ITM/DWT
+//! source executes no instruction of its own: on the cycles and
+//! instructions clocks its time advances by its local timestamps (ticks
+//! of the local timestamp clock) and by one tick per periodic PC sample
+//! that no local timestamp came before (the samples are one sampling
+//! period apart); on the timestamp clock, by its global timestamps.
 //!
 //! Each trace ID (core) has its own position on the clock.
 //!
@@ -358,20 +361,26 @@ impl Clocks {
         let core = &mut self.cores[usize::from(event.id)];
         let start = core.now;
         match (kind, &event.kind) {
+            // ITM/DWT: local timestamps give the ticks since the last one;
+            // without them, PC samples come one sampling period apart.
+            (
+                ClockKind::Instructions | ClockKind::Cycles,
+                EventKind::LocalTimestamp { delta, .. },
+            ) => {
+                core.now = core.now.saturating_add(u64::from(*delta));
+                core.local = true;
+            }
+            (ClockKind::Instructions | ClockKind::Cycles, EventKind::PcSample { .. }) => {
+                if core.local {
+                    core.local = false;
+                } else {
+                    core.now = core.now.saturating_add(1);
+                }
+            }
             (ClockKind::Cycles, _) => core.now = core.now.saturating_add(cycles),
             (ClockKind::Instructions | ClockKind::Timestamps, EventKind::Range(r)) => {
                 core.now = core.now.saturating_add(u64::from(r.count));
             }
-            // ITM/DWT: local timestamps give the ticks since the last one;
-            // without them, PC samples come one sampling period apart.
-            (ClockKind::Instructions, EventKind::LocalTimestamp { delta, .. }) => {
-                core.now = core.now.saturating_add(u64::from(*delta));
-                core.local = true;
-            }
-            (ClockKind::Instructions, EventKind::PcSample { .. }) if !core.local => {
-                core.now = core.now.saturating_add(1);
-            }
-            (ClockKind::Instructions, EventKind::PcSample { .. }) => core.local = false,
             _ => {}
         }
         if let (ClockKind::Timestamps, EventKind::Timestamp { value, .. }) = (kind, &event.kind) {

@@ -159,8 +159,8 @@ impl ConvertOptions {
         self.clock_for_sources(&sources)
     }
 
-    /// The clock for the sources of `input`: as their protocols say for
-    /// captures, as the events say for saved events (whose sources are
+    /// The clock for the sources of `input`: as the protocols of those
+    /// that trace instructions say for captures, as the events say for saved events (whose sources are
     /// those with code; a fixed clock is taken as it is).
     #[must_use]
     pub fn clock_for(&self, input: &Input) -> ClockInfo {
@@ -184,6 +184,9 @@ impl ConvertOptions {
                         .chain(any)
                 })
                 .filter_map(Result::ok)
+                // The sources that trace no instructions (ITM/DWT) keep
+                // their own time (see `crate::clock`).
+                .filter(|c| c.protocol().traces_instructions())
                 .map(|c| SourceTime::of(&c))
                 .collect(),
         };

@@ -29,7 +29,12 @@ pub fn spec_of(input: &Input, cap: &CaptureSpec) -> (PerfSpec, Vec<u8>) {
     let bytes = std::fs::read(&cap.path).expect("capture");
     let mut sources = Vec::new();
     let mut mmaps = Vec::new();
-    for (cpu, s) in (0u32..).zip(&cap.sources) {
+    // perf records the CPUs' ETM and PTM sources (not a snapshot's ITM).
+    let cpus = cap
+        .sources
+        .iter()
+        .filter(|s| s.protocol.traces_instructions());
+    for (cpu, s) in (0u32..).zip(cpus) {
         sources.push(PerfSource {
             cpu,
             trace_id: s.id,
