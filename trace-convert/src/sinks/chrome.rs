@@ -183,15 +183,7 @@ impl<W: Output> ChromeSink<W> {
     /// category `exception`, in `self.line`.
     fn exception_line(&mut self, ph: u8, pid: u64, tid: u64, ts: &[u8], name: &str) {
         let l = &mut self.line;
-        l.clear();
-        l.extend_from_slice(br#"{"ph":""#);
-        l.push(ph);
-        l.extend_from_slice(br#"","pid":"#);
-        push_int(l, pid);
-        l.extend_from_slice(br#","tid":"#);
-        push_int(l, tid);
-        l.extend_from_slice(br#","ts":"#);
-        l.extend_from_slice(ts);
+        begin_line(l, ph, pid, tid, ts);
         l.extend_from_slice(br#","cat":"exception","name":"#);
         l.extend_from_slice(json_str(name).as_bytes());
         l.push(b'}');
@@ -456,15 +448,7 @@ impl<W: Output> ChromeSink<W> {
         let name = self.json_names[at]
             .get_or_insert_with(|| json_str(ctx.name(f)).into_bytes().into_boxed_slice());
         let l = &mut self.line;
-        l.clear();
-        l.extend_from_slice(br#"{"ph":""#);
-        l.push(ph);
-        l.extend_from_slice(br#"","pid":"#);
-        push_int(l, pid);
-        l.extend_from_slice(br#","tid":"#);
-        push_int(l, tid);
-        l.extend_from_slice(br#","ts":"#);
-        l.extend_from_slice(ts);
+        begin_line(l, ph, pid, tid, ts);
         l.extend_from_slice(br#","cat":""#);
         l.extend_from_slice(f.kind.name().as_bytes());
         l.extend_from_slice(br#"","name":"#);
@@ -499,6 +483,19 @@ impl Begun {
         self.lines.truncate(self.ends.last().copied().unwrap_or(0));
         true
     }
+}
+
+/// Start `l` afresh with an event's phase, process, thread and time.
+fn begin_line(l: &mut Vec<u8>, ph: u8, pid: u64, tid: u64, ts: &[u8]) {
+    l.clear();
+    l.extend_from_slice(br#"{"ph":""#);
+    l.push(ph);
+    l.extend_from_slice(br#"","pid":"#);
+    push_int(l, pid);
+    l.extend_from_slice(br#","tid":"#);
+    push_int(l, tid);
+    l.extend_from_slice(br#","ts":"#);
+    l.extend_from_slice(ts);
 }
 
 fn push_int(line: &mut Vec<u8>, v: u64) {
