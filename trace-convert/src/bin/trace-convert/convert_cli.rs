@@ -1003,14 +1003,19 @@ fn events_header(input: &Input, extra: &ExtraMemory) -> Result<Header, String> {
     let mut images = Vec::new();
     let mut paths: Vec<PathBuf> = Vec::new();
     if let Some(snap) = &input.snapshot {
-        // Dumps are read through the snapshot folder, each file once.
+        // Dumps are read through the snapshot folder, each file once (and
+        // each device once, however many cores lie over it).
+        let mut devices = std::collections::HashSet::new();
         let mut dumps: Vec<(&Path, &Path)> = input
             .captures
             .iter()
             .flat_map(|c| &c.sources)
             .filter_map(|s| snap.core_of(&s.name))
-            .flat_map(|core| {
-                core.dumps
+            .flat_map(|core| snap.layers(core))
+            .filter(|device| devices.insert(device.name.as_str()))
+            .flat_map(|device| {
+                device
+                    .dumps
                     .iter()
                     .map(|d| (d.file.as_path(), d.path.as_path()))
             })
