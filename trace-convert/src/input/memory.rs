@@ -75,11 +75,12 @@ pub fn has_memory(snapshot: Option<&Snapshot>, source: &str, extra: &ExtraMemory
 }
 
 /// The warning for a source without memory image (`name` is the
-/// source's).
+/// source's, written escaped).
 #[must_use]
 pub fn no_memory_warning(name: &str) -> String {
     format!(
-        "{name}: no memory image (give --elf or --mem); every address will be reported as not accessible"
+        "{}: no memory image (give --elf or --mem); every address will be reported as not accessible",
+        shown(name)
     )
 }
 

@@ -12,11 +12,15 @@ use std::process::Command;
 
 /// Each function name and what it becomes (the same length), and how
 /// the text outputs write that.
-const RENAMED: [(&str, &str, &str); 4] = [
+///
+/// A backslash is escaped too: a name holding the text `\u{7}` does not
+/// read as one holding a bell.
+const RENAMED: [(&str, &str, &str); 5] = [
     ("crc_task", "crc\u{1b}[2Jk", "crc\\u{1b}[2Jk"),
     ("sort_task", "sort\ntask", "sort\\ntask"),
     ("format_task", "format;task", "format;task"),
     ("main", "ma\u{7}n", "ma\\u{7}n"),
+    ("timer_handler", "t\\u{7}handler", "t\\\\u{7}handler"),
 ];
 
 fn example() -> PathBuf {

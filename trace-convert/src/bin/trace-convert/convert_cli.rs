@@ -11,7 +11,7 @@ use trace_convert::clock::ClockKind;
 use trace_convert::convert::{
     self, ClockChoice, ConvertError, ConvertOptions, ConvertReport, Converter,
 };
-use trace_convert::escape::escaped;
+use trace_convert::escape::{escaped, guarded};
 use trace_convert::input::capture::ReadError;
 use trace_convert::input::memory::{no_memory_warning, ExtraMemory, Images, MemArg};
 use trace_convert::input::saved::format::{Header, ImageInfo, SourceInfo};
@@ -448,7 +448,7 @@ fn convert_as(args: &ConvertArgs, watch: Option<&mut dyn Watch>) -> Result<(), E
     set.commit().map_err(|e| output_failure(&e))?;
     print_summary(&report, windowed);
     for n in &report.notes {
-        eprintln!("trace-convert: note: {}", escaped(n));
+        eprintln!("trace-convert: note: {}", guarded(n));
     }
     if let (Some(names), Some(w)) = (args.window.functions_alone(), report.window) {
         if w.shown == 0 {
@@ -684,7 +684,7 @@ fn open_input(
     super::print_notes(&input);
     for s in input.captures.iter().flat_map(|c| &c.sources) {
         if s.protocol.traces_instructions() && !input.has_memory(&s.name, extra) {
-            eprintln!("trace-convert: {}", escaped(&no_memory_warning(&s.name)));
+            eprintln!("trace-convert: {}", guarded(&no_memory_warning(&s.name)));
         }
     }
     plan.check_inputs(input.files().iter().map(PathBuf::as_path))
