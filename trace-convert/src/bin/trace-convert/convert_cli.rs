@@ -633,7 +633,10 @@ fn load_symbols(
     }
     symbols.set_inline_scopes(!args.no_inline);
     for p in symbols.dwarf_problems() {
-        eprintln!("trace-convert: warning: DWARF section not readable: {p}: that file gives no source lines");
+        eprintln!(
+            "trace-convert: warning: DWARF section not readable: {}: that file gives no source lines",
+            guarded(p)
+        );
     }
     if symbols.is_empty() {
         eprintln!(
@@ -803,7 +806,7 @@ fn check_decoded(
         return Err(fail(exit::CONFIG, why));
     }
     if let Some(w) = super::misfit_warning(input, &flags, instructions) {
-        eprintln!("trace-convert: warning: {w}");
+        eprintln!("trace-convert: warning: {}", guarded(&w));
     }
     Ok(())
 }
@@ -838,7 +841,7 @@ fn print_summary(r: &ConvertReport, windowed: bool) {
     for (path, bytes) in &r.captures {
         eprintln!(
             "trace-convert: {}: {}",
-            path.display(),
+            escaped(&path.display().to_string()),
             plural(*bytes, "byte")
         );
     }
@@ -885,7 +888,7 @@ fn print_summary(r: &ConvertReport, windowed: bool) {
                 top.join(", ")
             ));
         }
-        eprintln!("{line}");
+        eprintln!("{}", guarded(&line));
         if c.cycles_ignored > 0 {
             let at: Vec<String> = c.cycles_ignored_at.iter().map(u64::to_string).collect();
             eprintln!(
@@ -896,7 +899,7 @@ fn print_summary(r: &ConvertReport, windowed: bool) {
             );
         }
         for line in c.mismatches.lines(*id) {
-            eprintln!("trace-convert: {line}");
+            eprintln!("trace-convert: {}", guarded(&line));
         }
     }
     if let Some(w) = r.window.filter(|w| w.unplaced > 0) {
@@ -1098,7 +1101,7 @@ fn check_images(
         if !ignore {
             return Err(format!("{what} (--ignore-image-mismatch to go on)"));
         }
-        eprintln!("trace-convert: warning: {what}");
+        eprintln!("trace-convert: warning: {}", guarded(&what));
     }
     Ok(())
 }

@@ -718,7 +718,7 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
             for (id, s) in &summary.sources {
                 eprintln!(
                     "trace-convert: {}: ID {id:#04x}: {}, {} ({}), {} skipped, {}",
-                    capture.path.display(),
+                    escaped(&capture.path.display().to_string()),
                     plural(s.bytes, "byte"),
                     plural(s.packets, "packet"),
                     plural(s.in_packets, "byte"),
@@ -831,7 +831,7 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
         }
         if input.expects_instructions() {
             if let Some(w) = misfit_warning(&input, &flags, totals.instructions) {
-                eprintln!("trace-convert: warning: {w}");
+                eprintln!("trace-convert: warning: {}", guarded(&w));
             }
         }
         Ok(())
@@ -898,14 +898,18 @@ fn decode_summary(capture: &CaptureSpec, summary: &trace_core::capture::DecodeSu
     for (id, c) in &summary.sources {
         eprintln!(
             "trace-convert: {}: ID {id:#04x}: {}, {}, {} not accessible, {}",
-            capture.path.display(),
+            escaped(&capture.path.display().to_string()),
             plural(c.ranges, "range"),
             plural(c.instructions, "instruction"),
             c.nacc,
             plural(c.gaps, "gap")
         );
         for line in c.mismatches.lines(*id) {
-            eprintln!("trace-convert: {}: {line}", capture.path.display());
+            eprintln!(
+                "trace-convert: {}: {}",
+                escaped(&capture.path.display().to_string()),
+                guarded(&line)
+            );
         }
     }
     Totals {
