@@ -270,3 +270,27 @@ fn dwarf_errors_are_escaped() {
     assert!(line.contains("evil\\u{1b}[2J\\nname.elf"), "{line}");
     clean("stderr", err.as_bytes());
 }
+
+/// A `--function` name that matched nothing is quoted back escaped, as
+/// `--task-switch` names are.
+#[test]
+fn an_unmatched_function_name_is_quoted_escaped() {
+    let dir = std::env::temp_dir().join(format!("tc-escaping-fn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let report = dir.join("r.txt");
+    let (_, err) = run(&[
+        example().as_os_str(),
+        "--elf".as_ref(),
+        example().join("example.elf").as_os_str(),
+        "--function".as_ref(),
+        "no\u{1b}]0;such\u{7}".as_ref(),
+        "--report".as_ref(),
+        report.as_os_str(),
+    ]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(
+        err.contains("--function no\\u{1b}]0;such\\u{7}: no function of that name"),
+        "{err}"
+    );
+    clean("stderr", err.as_bytes());
+}

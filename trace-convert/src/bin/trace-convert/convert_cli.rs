@@ -455,7 +455,11 @@ fn convert_as(args: &ConvertArgs, watch: Option<&mut dyn Watch>) -> Result<(), E
             eprintln!(
                 "trace-convert: --function {}: no function of that name was ever on a call stack \
                  (the names are those the outputs show: `trace-convert report` lists them)",
-                names.join(", --function ")
+                names
+                    .iter()
+                    .map(|n| escaped(n))
+                    .collect::<Vec<_>>()
+                    .join(", --function ")
             );
         }
     }
