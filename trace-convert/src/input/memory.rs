@@ -4,9 +4,9 @@
 //! `--mem`), loaded once per input ([`Images`]) for the decode and the
 //! outputs alike.
 
-use super::folder::Folder;
+use super::layered::Layered;
 use super::shown::shown;
-use super::snapshot::Snapshot;
+use super::snapshot::{Device, Snapshot};
 use super::source::CaptureSpec;
 use super::Input;
 use std::collections::hash_map::{Entry, HashMap};
@@ -68,22 +68,25 @@ pub struct ExtraMemory {
 pub fn has_memory(snapshot: Option<&Snapshot>, source: &str, extra: &ExtraMemory) -> bool {
     !extra.elves.is_empty()
         || !extra.raw.is_empty()
-        || snapshot
-            .and_then(|s| s.core_of(source))
-            .is_some_and(|core| !core.dumps.is_empty())
+        || snapshot.is_some_and(|s| {
+            s.core_of(source)
+                .is_some_and(|core| s.layers(core).iter().any(|d| !d.dumps.is_empty()))
+        })
 }
 
 /// The warning for a source without memory image (`name` is the
-/// source's).
+/// source's, written escaped).
 #[must_use]
 pub fn no_memory_warning(name: &str) -> String {
     format!(
-        "{name}: no memory image (give --elf or --mem); every address will be reported as not accessible"
+        "{}: no memory image (give --elf or --mem); every address will be reported as not accessible",
+        shown(name)
     )
 }
 
 /// The memory image of one source: the dumps of the core the snapshot
-/// binds it to, then the extra files (which win where they overlap).
+/// binds it to (and of the devices beneath it, [`Snapshot::layers`],
+/// added first), then the extra files (which win where they overlap).
 ///
 /// # Errors
 ///
@@ -95,45 +98,117 @@ pub fn memory_for(
 ) -> Result<MemoryMap, MemoryError> {
     let mut map = MemoryMap::new();
     if let (Some(snap), Some(core)) = (snapshot, snapshot.and_then(|s| s.core_of(source))) {
-        // Each file once, however many dump sections name it.
-        let mut files: HashMap<(Option<&Path>, &Path), Contents> = HashMap::new();
-        for d in &core.dumps {
-            let space = d
-                .space
-                .as_deref()
-                .and_then(Space::from_snapshot)
-                .unwrap_or(Space::Any);
-            let base = u32::try_from(d.address).map_err(|_| MemoryError::BadRegion {
-                name: d.path.display().to_string(),
-                reason: format!("address {:#x} beyond 32 bits", d.address),
-            })?;
-            let root = d.root.as_ref();
-            let contents = match files.entry((root.map(Folder::path), &d.file)) {
-                Entry::Occupied(e) => e.into_mut(),
-                Entry::Vacant(e) => {
-                    let io = |source| MemoryError::Io {
-                        path: d.path.clone(),
-                        source,
-                    };
-                    let file = match root {
-                        Some(dir) => dir.open_file(&d.file),
-                        None => snap.open(&d.file),
-                    }
-                    .map_err(io)?;
-                    e.insert(Contents::map(&file).map_err(io)?)
-                }
-            };
-            let name = shown(&d.path.display().to_string());
-            map.add_contents(name, contents, base, space, d.offset, d.length)?;
+        let mut files = Files::default();
+        for device in snap.layers(core) {
+            add_dumps(&mut map, snap, device, &mut files)?;
         }
     }
+    add_extra(&mut map, extra)?;
+    Ok(map)
+}
+
+/// The dump files opened, each once however many dump sections (and
+/// devices) name it.
+type Files<'s> = HashMap<(Option<&'s Path>, &'s Path), Contents>;
+
+/// Add the dumps of `device` (of `snap`) to `map`, in their order.
+fn add_dumps<'s>(
+    map: &mut MemoryMap,
+    snap: &Snapshot,
+    device: &'s Device,
+    files: &mut Files<'s>,
+) -> Result<(), MemoryError> {
+    for d in &device.dumps {
+        let space = d
+            .space
+            .as_deref()
+            .and_then(Space::from_snapshot)
+            .unwrap_or(Space::Any);
+        let base = u32::try_from(d.address).map_err(|_| MemoryError::BadRegion {
+            name: d.path.display().to_string(),
+            reason: format!("address {:#x} beyond 32 bits", d.address),
+        })?;
+        let root = d.root.as_ref();
+        let contents = match files.entry((root.map(|r| r.path()), &d.file)) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                let io = |source| MemoryError::Io {
+                    path: d.path.clone(),
+                    source,
+                };
+                let file = match root {
+                    Some(dir) => dir.open_file(&d.file),
+                    None => snap.open(&d.file),
+                }
+                .map_err(io)?;
+                e.insert(Contents::map(&file).map_err(io)?)
+            }
+        };
+        let name = shown(&d.path.display().to_string());
+        map.add_contents(name, contents, base, space, d.offset, d.length)?;
+    }
+    Ok(())
+}
+
+/// Add the extra files to `map`.
+fn add_extra(map: &mut MemoryMap, extra: &ExtraMemory) -> Result<(), MemoryError> {
     for e in &extra.elves {
         map.add_elf(e, Space::Any)?;
     }
     for m in &extra.raw {
         map.add_file(&m.path, m.address, Space::Any, 0, None)?;
     }
-    Ok(map)
+    Ok(())
+}
+
+/// An image, and whether it holds anything.
+type Held = (Arc<dyn MemoryImage>, bool);
+
+/// The images of the devices beneath sources' cores, each built once
+/// and shared by the devices above it: a perf.data recording's thousand
+/// processes hold one copy of the kernel's mappings, not a thousand.
+#[derive(Default)]
+struct Beneath<'s> {
+    /// Per device name: its image (its dumps over those beneath it) and
+    /// whether that holds anything.
+    by_device: HashMap<String, Held>,
+    files: Files<'s>,
+}
+
+impl<'s> Beneath<'s> {
+    /// The image of `layers` (of `snap`, the lowest first), built on the
+    /// images of the ones below as they are found or made.
+    fn image(
+        &mut self,
+        snap: &Snapshot,
+        layers: &[&'s Device],
+    ) -> Result<Option<Held>, MemoryError> {
+        let mut below: Option<Held> = None;
+        for device in layers {
+            if let Some(known) = self.by_device.get(&device.name) {
+                below = Some(known.clone());
+                continue;
+            }
+            let mut own = MemoryMap::new();
+            add_dumps(&mut own, snap, device, &mut self.files)?;
+            let made = over(own, below.take());
+            self.by_device.insert(device.name.clone(), made.clone());
+            below = Some(made);
+        }
+        Ok(below)
+    }
+}
+
+/// `top` over `under` (when there is one), and whether it holds anything.
+fn over(top: MemoryMap, under: Option<Held>) -> Held {
+    match under {
+        Some((under, true)) if top.is_empty() => (under, true),
+        Some((under, true)) => (Arc::new(Layered::new(top, under)), true),
+        _ => {
+            let held = !top.is_empty();
+            (Arc::new(top), held)
+        }
+    }
 }
 
 /// The memory images of an input's sources, loaded before decoding
@@ -206,15 +281,36 @@ impl Input {
     pub fn images(&self, extra: &ExtraMemory) -> Result<Images, MemoryError> {
         let mut by_source: HashMap<String, Arc<dyn MemoryImage>> = HashMap::new();
         let mut empty = Vec::new();
+        let mut beneath = Beneath::default();
         for s in self.captures.iter().flat_map(|c| &c.sources) {
             if by_source.contains_key(&s.name) {
                 continue;
             }
-            let m = memory_for(self.snapshot.as_ref(), &s.name, extra)?;
-            if m.is_empty() {
+            let snap = self.snapshot.as_ref();
+            let layers = snap
+                .zip(snap.and_then(|snap| snap.core_of(&s.name)))
+                .map(|(snap, core)| (snap, snap.layers(core)));
+            let (image, held) = match layers {
+                // A core with devices beneath: their shared image under
+                // its own dumps and the extra files.
+                Some((snap, layers)) if layers.len() > 1 => {
+                    let (core, lower) = layers.split_last().expect("two layers or more");
+                    let under = beneath.image(snap, lower)?;
+                    let mut top = MemoryMap::new();
+                    add_dumps(&mut top, snap, core, &mut beneath.files)?;
+                    add_extra(&mut top, extra)?;
+                    over(top, under)
+                }
+                _ => {
+                    let m = memory_for(snap, &s.name, extra)?;
+                    let held = !m.is_empty();
+                    (Arc::new(m) as Arc<dyn MemoryImage>, held)
+                }
+            };
+            if !held {
                 empty.push(s.name.clone());
             }
-            by_source.insert(s.name.clone(), Arc::new(m));
+            by_source.insert(s.name.clone(), image);
         }
         let other = Arc::new(memory_for(self.snapshot.as_ref(), "", extra)?);
         Ok(Images {

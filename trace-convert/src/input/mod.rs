@@ -28,6 +28,7 @@ pub mod flags;
 pub mod folder;
 pub mod ini;
 pub mod kind;
+mod layered;
 pub mod memory;
 pub mod name_index;
 pub mod perf;

@@ -109,6 +109,9 @@ pub struct Dump {
     pub root: Option<Folder>,
 }
 
+/// The most devices [`Snapshot::layers`] stacks.
+pub const MAX_LAYERS: usize = 68;
+
 /// One device file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Device {
@@ -124,6 +127,11 @@ pub struct Device {
     pub dumps: Vec<Dump>,
     /// The device file.
     pub file: PathBuf,
+    /// The device whose memory lies beneath this one's: read where this
+    /// one's dumps map nothing ([`Snapshot::layers`]). A perf.data
+    /// recording's processes share the kernel's mappings (and a forked
+    /// process its parent's) this way instead of each holding a copy.
+    pub under: Option<String>,
 }
 
 impl Device {
@@ -418,6 +426,25 @@ impl Snapshot {
         self.buffers.iter().find(|b| b.name == name)
     }
 
+    /// The devices whose dumps make `device`'s memory, the lowest first
+    /// and `device` last: each reads through to the one before it where
+    /// its own dumps map nothing (the later wins where they overlap).
+    /// At most [`MAX_LAYERS`] deep; a device named twice ends the list.
+    #[must_use]
+    pub fn layers<'s>(&'s self, device: &'s Device) -> Vec<&'s Device> {
+        let mut out = vec![device];
+        let mut at = device;
+        while let Some(below) = at.under.as_deref().and_then(|n| self.device(n)) {
+            if out.len() >= MAX_LAYERS || out.iter().any(|d| d.name == below.name) {
+                break;
+            }
+            out.push(below);
+            at = below;
+        }
+        out.reverse();
+        out
+    }
+
     /// The core a trace source traces, when `[core_trace_sources]` says.
     #[must_use]
     pub fn core_of(&self, source: &str) -> Option<&Device> {
@@ -563,6 +590,7 @@ fn read_device(
         regs: Vec::new(),
         dumps: Vec::new(),
         file: path.to_path_buf(),
+        under: None,
     };
     for sec in &ini.sections {
         if sec.name.eq_ignore_ascii_case("regs") {

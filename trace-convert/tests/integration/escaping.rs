@@ -12,11 +12,15 @@ use std::process::Command;
 
 /// Each function name and what it becomes (the same length), and how
 /// the text outputs write that.
-const RENAMED: [(&str, &str, &str); 4] = [
+///
+/// A backslash is escaped too: a name holding the text `\u{7}` does not
+/// read as one holding a bell.
+const RENAMED: [(&str, &str, &str); 5] = [
     ("crc_task", "crc\u{1b}[2Jk", "crc\\u{1b}[2Jk"),
     ("sort_task", "sort\ntask", "sort\\ntask"),
     ("format_task", "format;task", "format;task"),
     ("main", "ma\u{7}n", "ma\\u{7}n"),
+    ("timer_handler", "t\\u{7}handler", "t\\\\u{7}handler"),
 ];
 
 fn example() -> PathBuf {
@@ -231,4 +235,62 @@ fn task_names_with_control_characters_are_escaped() {
         };
         assert!(text.contains(&want), "{format}: {text}");
     }
+}
+
+/// A DWARF error names its file: an ELF file whose name holds an escape
+/// sequence and a line break, with its `.debug_info` damaged, is warned
+/// about on one line with the name escaped.
+#[test]
+fn dwarf_errors_are_escaped() {
+    use object::{Object, ObjectSection};
+    let dir = std::env::temp_dir().join(format!("tc-escaping-dwarf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let mut bytes = std::fs::read(example().join("example.elf")).expect("ELF");
+    let (at, len) = {
+        let file = object::File::parse(&*bytes).expect("ELF");
+        let s = file.section_by_name(".debug_info").expect("the section");
+        s.file_range().expect("bytes in the file")
+    };
+    bytes[at as usize..(at + len) as usize].fill(0xFF);
+    let elf = dir.join("evil\u{1b}[2J\nname.elf");
+    std::fs::write(&elf, bytes).expect("write");
+    let report = dir.join("r.txt");
+    let (_, err) = run(&[
+        example().as_os_str(),
+        "--elf".as_ref(),
+        elf.as_os_str(),
+        "--report".as_ref(),
+        report.as_os_str(),
+    ]);
+    std::fs::remove_dir_all(&dir).ok();
+    let line = err
+        .lines()
+        .find(|l| l.contains("DWARF section not readable"))
+        .unwrap_or_else(|| panic!("a DWARF warning in {err}"));
+    assert!(line.contains("evil\\u{1b}[2J\\nname.elf"), "{line}");
+    clean("stderr", err.as_bytes());
+}
+
+/// A `--function` name that matched nothing is quoted back escaped, as
+/// `--task-switch` names are.
+#[test]
+fn an_unmatched_function_name_is_quoted_escaped() {
+    let dir = std::env::temp_dir().join(format!("tc-escaping-fn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let report = dir.join("r.txt");
+    let (_, err) = run(&[
+        example().as_os_str(),
+        "--elf".as_ref(),
+        example().join("example.elf").as_os_str(),
+        "--function".as_ref(),
+        "no\u{1b}]0;such\u{7}".as_ref(),
+        "--report".as_ref(),
+        report.as_os_str(),
+    ]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(
+        err.contains("--function no\\u{1b}]0;such\\u{7}: no function of that name"),
+        "{err}"
+    );
+    clean("stderr", err.as_bytes());
 }

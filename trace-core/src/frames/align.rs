@@ -109,7 +109,11 @@ fn impossible_id(id: u8) -> bool {
     id >= 0x70 && id != 0x7D
 }
 
-/// The cost of explaining `f` as a frame after `st`, and the state after.
+/// The cost of explaining `f` as a frame after `st`, and the state after,
+/// byte by byte as the costs are defined (the search takes them from a
+/// [`Summary`] of the frame, made once for all the states it is read
+/// after).
+#[cfg(test)]
 pub(crate) fn frame_cost(f: &[u8; FRAME_SIZE], st: IdState) -> (i32, IdState) {
     let aux = f[FRAME_SIZE - 1];
     let mut cost = 0;
@@ -148,6 +152,124 @@ pub(crate) fn frame_cost(f: &[u8; FRAME_SIZE], st: IdState) -> (i32, IdState) {
         cost += NULL_DATA;
     }
     (cost, IdState { cur, known })
+}
+
+/// What `frame_cost` (the costs byte by byte, kept for tests) finds in a
+/// frame whatever the ID state before it, worked out once per position of
+/// a search and then applied to each ID state kept there
+/// ([`Summary::cost`] gives what `frame_cost` gives).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Summary {
+    /// The cost of the frame's ID changes after the first whose cost is
+    /// the same after any state: impossible IDs, restatements, changes
+    /// to IDs the frame named before, the reward at byte 0.
+    fixed: i32,
+    /// The first ID change, when its ID is possible: (ID, whether it
+    /// restates the ID in force for free: at byte 0 with no data flag).
+    first: Option<(u8, bool)>,
+    /// IDs of later ID changes to IDs the frame did not name before them
+    /// (each `NEW_ID` or `CHANGE` by the state's known IDs).
+    fresh: [u8; 7],
+    fresh_len: u8,
+    /// Null data that the frame's own ID changes put under the null ID.
+    null_own: bool,
+    /// Non-zero bytes (or flags) under the ID in force before the first
+    /// ID change: null data when that is the null ID.
+    null_before: bool,
+    /// The IDs named and the one in force after the frame, if it has an
+    /// ID change.
+    named: u128,
+    last: Option<u8>,
+}
+
+impl Summary {
+    /// The summary of frame `f`.
+    pub(crate) fn of(f: &[u8; FRAME_SIZE]) -> Summary {
+        let aux = f[FRAME_SIZE - 1];
+        let mut s = Summary {
+            fixed: 0,
+            first: None,
+            fresh: [0; 7],
+            fresh_len: 0,
+            null_own: false,
+            null_before: false,
+            named: 0,
+            last: None,
+        };
+        for i in (0..FRAME_SIZE - 1).step_by(2) {
+            let flag = (aux >> (i / 2)) & 1 == 1;
+            if f[i] & 1 == 1 {
+                let id = f[i] >> 1;
+                let data = i < 14 && f[i + 1] != 0;
+                if impossible_id(id) || (i == 14 && flag) {
+                    s.fixed += IMPOSSIBLE;
+                } else if let Some(prev) = s.last {
+                    if id == prev {
+                        s.fixed += REDUNDANT;
+                    } else if s.named >> id & 1 == 1 {
+                        s.fixed += CHANGE;
+                    } else {
+                        s.fresh[usize::from(s.fresh_len)] = id;
+                        s.fresh_len += 1;
+                    }
+                } else {
+                    s.first = Some((id, i == 0 && !flag));
+                }
+                if i == 0 {
+                    s.fixed += AT_FRAME_START;
+                }
+                match s.last {
+                    // The data byte of a flagged first change belongs to
+                    // the ID in force before the frame.
+                    None if flag => s.null_before |= data,
+                    None => s.null_own |= id == NULL_ID && data,
+                    Some(prev) => {
+                        let owner = if flag { prev } else { id };
+                        s.null_own |= owner == NULL_ID && data;
+                    }
+                }
+                s.named |= 1 << (id & 0x7F);
+                s.last = Some(id);
+            } else {
+                let nonzero = (f[i] | (aux >> (i / 2)) & 1) != 0 || (i < 14 && f[i + 1] != 0);
+                match s.last {
+                    None => s.null_before |= nonzero,
+                    Some(cur) => s.null_own |= cur == NULL_ID && nonzero,
+                }
+            }
+        }
+        s
+    }
+
+    /// The cost of the frame after `st`, and the state after: as
+    /// `frame_cost`.
+    pub(crate) fn cost(&self, st: IdState) -> (i32, IdState) {
+        let mut cost = self.fixed;
+        if let Some((id, free)) = self.first {
+            cost += if Some(id) == st.cur {
+                if free {
+                    0
+                } else {
+                    REDUNDANT
+                }
+            } else if st.knows(id) {
+                CHANGE
+            } else {
+                NEW_ID
+            };
+        }
+        for &id in &self.fresh[..usize::from(self.fresh_len)] {
+            cost += if st.knows(id) { CHANGE } else { NEW_ID };
+        }
+        if self.null_own || (st.cur == Some(NULL_ID) && self.null_before) {
+            cost += NULL_DATA;
+        }
+        let after = IdState {
+            cur: self.last.or(st.cur),
+            known: st.known | self.named,
+        };
+        (cost, after)
+    }
 }
 
 /// Whether a frame read at the alignment in force calls the alignment into
@@ -193,6 +315,21 @@ pub(crate) fn frame_at(
         q += 1;
     }
     Some((f, at, q))
+}
+
+/// The frame whose first byte is `buf[p]` and the position after it, as
+/// [`frame_at`] finds them (without the bytes' positions).
+fn frame_end(buf: &[u8], p: usize) -> Option<([u8; FRAME_SIZE], usize)> {
+    if let Some(b) = buf.get(p..p + FRAME_SIZE) {
+        // No half-word sync can start at an even byte of the frame: its
+        // 16 bytes are the frame.
+        if b.iter().step_by(2).all(|&x| x != HSYNC[0]) {
+            let mut f = [0u8; FRAME_SIZE];
+            f.copy_from_slice(b);
+            return Some((f, p + FRAME_SIZE));
+        }
+    }
+    frame_at(buf, p).map(|(f, _, end)| (f, end))
 }
 
 /// One step of an explanation.
@@ -255,12 +392,27 @@ pub(crate) struct Decision {
     pub st: IdState,
 }
 
-/// The dynamic-programming tables, kept between searches.
+/// The dynamic-programming tables, kept between searches: a search of a
+/// window that extends the last one's (same start, same bytes, more after
+/// them) goes on from where the last one's explanations were complete
+/// instead of starting over, so a window that grows to [`MAX_WINDOW`]
+/// costs about as much as one search of it.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Search {
     entries: Vec<Entry>,
     counts: Vec<u8>,
     marks: Vec<bool>,
+    /// The last window: its start, ID state and leading flag, and bytes.
+    last: Option<(u64, IdState, bool)>,
+    seen: Vec<u8>,
+    /// The first position of the last window whose steps did not all
+    /// fit in it (a frame or full-frame sync running past its end): the
+    /// positions before it are final, and so are their steps.
+    resume: usize,
+    /// Positions whose steps were looked at, counted in tests (the cost
+    /// that must grow in proportion to the bytes searched).
+    #[cfg(test)]
+    pub(crate) visited: usize,
 }
 
 /// Where a search stands.
@@ -307,30 +459,61 @@ impl Search {
     pub(crate) fn run(&mut self, w: &Window<'_>) -> Decision {
         let buf = w.buf;
         let n = buf.len();
-        self.entries.clear();
-        self.entries.resize(
-            (n + 1) * BEAM,
-            Entry {
-                cost: 0,
-                st: IdState::default(),
-                prev: u32::MAX,
-                kind: KIND_NONE,
-                lead: false,
-            },
-        );
-        self.counts.clear();
-        self.counts.resize(n + 1, 0);
-        self.entries[0] = Entry {
+        let blank = Entry {
             cost: 0,
-            st: w.st,
+            st: IdState::default(),
             prev: u32::MAX,
             kind: KIND_NONE,
-            lead: w.leading,
+            lead: false,
         };
-        self.counts[0] = 1;
-        for p in 0..n {
-            let frame = frame_at(buf, p);
-            let fsync = buf.get(p..p + FSYNC.len()) == Some(&FSYNC[..]);
+        // The steps out of positions before `from` are taken, those that
+        // end after `had` are not (the last window ended there).
+        let key = (w.offset, w.st, w.leading);
+        let extends = self.last == Some(key) && buf.starts_with(&self.seen);
+        let (from, had) = if extends {
+            (self.resume, self.seen.len())
+        } else {
+            self.counts.clear();
+            self.seen.clear();
+            (0, 0)
+        };
+        // Only the first `counts[q]` entries of position `q` are read:
+        // those after them need no clearing.
+        if self.entries.len() < (n + 1) * BEAM {
+            self.entries.resize((n + 1) * BEAM, blank);
+        }
+        self.counts.resize(n + 1, 0);
+        if !extends {
+            self.entries[0] = Entry {
+                cost: 0,
+                st: w.st,
+                prev: u32::MAX,
+                kind: KIND_NONE,
+                lead: w.leading,
+            };
+            self.counts[0] = 1;
+        }
+        self.last = Some(key);
+        self.seen.extend_from_slice(&buf[had..]);
+        self.resume = n;
+        #[cfg(test)]
+        {
+            self.visited += n - from;
+        }
+        for p in from..n {
+            let frame = frame_end(buf, p);
+            let fsync_end = p + FSYNC.len();
+            let fsync = buf.get(p..fsync_end) == Some(&FSYNC[..]);
+            if self.resume == n && (frame.is_none() || fsync_end > n) {
+                self.resume = p;
+            }
+            // Taken by the last search: the skip out of every position
+            // before its end, a full-frame sync or frame that fit in it.
+            let skip_new = p + 1 > had;
+            let fsync_new = fsync && fsync_end > had;
+            let frame = frame
+                .filter(|&(_, end)| end > had)
+                .map(|(f, end)| (end, Summary::of(&f)));
             for slot in 0..usize::from(self.counts[p]) {
                 let idx = p * BEAM + slot;
                 let e = self.entries[idx];
@@ -346,17 +529,19 @@ impl Search {
                 } else {
                     SKIP_BYTE + SKIP_OPEN
                 };
-                self.relax(
-                    p + 1,
-                    Entry {
-                        cost: e.cost + skip,
-                        st: e.st,
-                        prev,
-                        kind: KIND_SKIP,
-                        lead: e.lead,
-                    },
-                );
-                if fsync {
+                if skip_new {
+                    self.relax(
+                        p + 1,
+                        Entry {
+                            cost: e.cost + skip,
+                            st: e.st,
+                            prev,
+                            kind: KIND_SKIP,
+                            lead: e.lead,
+                        },
+                    );
+                }
+                if fsync_new {
                     self.relax(
                         p + FSYNC.len(),
                         Entry {
@@ -368,8 +553,8 @@ impl Search {
                         },
                     );
                 }
-                if let Some((f, _, end)) = frame {
-                    let (c, st) = frame_cost(&f, e.st);
+                if let Some((end, summary)) = &frame {
+                    let (end, (c, st)) = (*end, summary.cost(e.st));
                     self.relax(
                         end,
                         Entry {
@@ -413,7 +598,7 @@ impl Search {
         // The longest prefix of the best path that every close
         // explanation shares.
         self.marks.clear();
-        self.marks.resize(self.entries.len(), false);
+        self.marks.resize((n + 1) * BEAM, false);
         for &idx in &path {
             self.marks[idx] = true;
         }
@@ -515,6 +700,38 @@ mod tests {
         g[6] = (0x22 << 1) | 1;
         assert!(suspicious(&g, &st));
         assert!(frame_cost(&g, st).0 > frame_cost(&f, st).0);
+    }
+
+    /// A frame's summary costs what [`frame_cost`] does after any state,
+    /// on frames biased to the IDs the costs tell apart (null, impossible,
+    /// trigger, a few sources) with and without data flags.
+    #[test]
+    fn a_frames_summary_costs_what_the_frame_does() {
+        let mut rng = test_support::Rng(0x5A11_0C05);
+        let ids = [0x00u8, 0x01, 0x10, 0x11, 0x12, 0x70, 0x7C, 0x7D, 0x7E, 0x7F];
+        for _ in 0..200_000 {
+            let mut f = [0u8; FRAME_SIZE];
+            for (i, b) in f.iter_mut().enumerate() {
+                *b = match rng.below(4) {
+                    0 => 0,
+                    1 if i % 2 == 0 => ids[rng.below(ids.len())] << 1 | 1,
+                    _ => rng.below(256) as u8,
+                };
+            }
+            let cur = [None, Some(0x00), Some(0x10), Some(0x11), Some(0x7D)][rng.below(5)];
+            let mut known = 0u128;
+            for &id in &ids {
+                if rng.below(2) == 0 {
+                    known |= 1 << id;
+                }
+            }
+            let st = IdState { cur, known };
+            assert_eq!(
+                Summary::of(&f).cost(st),
+                frame_cost(&f, st),
+                "{f:02x?} after {st:?}"
+            );
+        }
     }
 
     #[test]

@@ -196,6 +196,13 @@ impl Deformatter {
         self.buf.len() + self.replay.len() - self.replay_pos + self.fill + self.pair_fill
     }
 
+    /// Byte positions the alignment search has looked at (continuous
+    /// mode).
+    #[cfg(test)]
+    pub(crate) fn searched(&self) -> usize {
+        self.search.visited
+    }
+
     /// Offset of the next input byte.
     #[must_use]
     pub fn offset(&self) -> u64 {

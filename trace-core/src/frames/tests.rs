@@ -610,3 +610,77 @@ fn continuous_mode_holds_a_bounded_amount() {
         assert_eq!(d.held(), 0);
     }
 }
+
+/// A search of a window that extends the last one goes on from the last
+/// one's tables: it decides what a search of the whole window from the
+/// start decides, at every size the deformatter asks for (the window
+/// grows by [`align::WINDOW`] up to [`align::MAX_WINDOW`]), on frames
+/// with and without damage, random bytes and runs of sync bytes.
+#[test]
+fn a_grown_search_decides_as_a_search_from_the_start() {
+    use super::align::{IdState, Search, Window, MAX_WINDOW, WINDOW};
+    let mut rng = test_support::Rng(0x6E0_0001);
+    for case in 0..24 {
+        let bytes: Vec<u8> = match case % 4 {
+            0 => (0..MAX_WINDOW).map(|_| rng.below(256) as u8).collect(),
+            1 => (0..MAX_WINDOW)
+                .map(|_| [0xFF, 0x7F, 0x01, 0x00, 0x03][rng.below(5)])
+                .collect(),
+            _ => {
+                let frames = etm_frames(&mut rng, MAX_WINDOW, case % 4 == 2);
+                let mut t = Tpiu::new(&frames, 0, rng.below(40));
+                let n = rng.below(4);
+                damage(&mut t, &mut rng, n);
+                t.bytes
+            }
+        };
+        let st = IdState {
+            cur: [None, Some(0x10)][case % 2],
+            known: [0, 1 << 0x10][case % 2],
+        };
+        let window = |len: usize, last: bool| Window {
+            buf: &bytes[..len.min(bytes.len())],
+            offset: 1000 + case as u64,
+            st,
+            leading: case % 3 == 0,
+            last,
+        };
+        let mut grown = Search::default();
+        let mut len = WINDOW;
+        loop {
+            let last = len >= bytes.len();
+            let w = window(len, last);
+            let (a, b) = (grown.run(&w), Search::default().run(&w));
+            assert_eq!(
+                (&a.steps, a.st),
+                (&b.steps, b.st),
+                "case {case}, {len} bytes"
+            );
+            if !a.steps.is_empty() || last {
+                break;
+            }
+            len += WINDOW;
+        }
+    }
+}
+
+/// Bytes that are no trace at all go through the alignment search: each
+/// byte is looked at a bounded number of times (1.3 for random bytes; a
+/// window that grows is searched on from the last search's tables, not
+/// again from its start).
+#[test]
+fn random_bytes_are_searched_a_bounded_number_of_times() {
+    let mut rng = test_support::Rng(0x5EA7_C4ED);
+    let bytes: Vec<u8> = (0..256 << 10).map(|_| rng.below(256) as u8).collect();
+    let mut d = Deformatter::new(FrameMode::Continuous);
+    d.feed_each(&bytes, |_| {});
+    let searched = d.searched();
+    let _: Vec<FrameEvent> = d.finish().collect();
+    assert_eq!(d.stats().bytes, bytes.len() as u64);
+    eprintln!("{searched} positions searched for {} bytes", bytes.len());
+    assert!(
+        searched < 2 * bytes.len(),
+        "{searched} positions searched for {} bytes",
+        bytes.len()
+    );
+}

@@ -50,7 +50,12 @@ impl MemoryMap {
             path: path.to_path_buf(),
             reason,
         };
-        let file = object::File::parse(bytes).map_err(|e| bad(format!("not an ELF file: {e}")))?;
+        let file = object::File::parse(bytes).map_err(|e| {
+            bad(match pn_xnum(bytes) {
+                Some(why) => why,
+                None => format!("not an ELF file: {e}"),
+            })
+        })?;
         if file.format() != object::BinaryFormat::Elf
             || file.architecture() != object::Architecture::Arm
         {
@@ -87,7 +92,9 @@ impl MemoryMap {
             loaded += 1;
         }
         if loaded == 0 {
-            return Err(bad("no loadable segment with contents".into()));
+            return Err(bad(
+                pn_xnum(bytes).unwrap_or_else(|| "no loadable segment with contents".into())
+            ));
         }
         let kinds = file.symbols().filter_map(|sym| {
             let kind = mapping_kind(sym.name().ok()?)?;
@@ -96,6 +103,52 @@ impl MemoryMap {
         self.add_code_kinds(kinds.collect::<Vec<_>>());
         Ok(())
     }
+}
+
+/// What is wrong with a 32-bit ELF header whose `e_phnum` is `0xffff`
+/// (`PN_XNUM`: the program header count is too large for the field and
+/// is in section 0's `sh_info`) when no program header could be read
+/// from it; `None` for any other file.
+fn pn_xnum(bytes: &[u8]) -> Option<String> {
+    let little = match bytes.get(..6)? {
+        [0x7F, b'E', b'L', b'F', 1, 1] => true,
+        [0x7F, b'E', b'L', b'F', 1, 2] => false,
+        _ => return None,
+    };
+    let u16_at = |at: usize| {
+        let b: [u8; 2] = bytes.get(at..at + 2)?.try_into().ok()?;
+        Some(if little {
+            u16::from_le_bytes(b)
+        } else {
+            u16::from_be_bytes(b)
+        })
+    };
+    let u32_at = |at: usize| {
+        let b: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
+        Some(if little {
+            u32::from_le_bytes(b)
+        } else {
+            u32::from_be_bytes(b)
+        })
+    };
+    if u16_at(44)? != 0xFFFF {
+        return None;
+    }
+    let shoff = u32_at(32)?;
+    let detail = if shoff == 0 {
+        "but the file has no section headers".to_owned()
+    } else {
+        match u32_at(shoff as usize + 28) {
+            None => format!("but section 0 (at {shoff:#x}) lies past the end of the file"),
+            Some(0) => "but section 0's sh_info is 0".to_owned(),
+            Some(n) => format!(
+                "section 0's sh_info gives {n}, and no loadable segment of them has contents"
+            ),
+        }
+    };
+    Some(format!(
+        "e_phnum is 0xffff (PN_XNUM: the program header count is in section 0's sh_info), {detail}: no program header can be read"
+    ))
 }
 
 #[cfg(test)]
@@ -109,6 +162,53 @@ mod tests {
         assert_eq!(mapping_kind("$d"), Some(CodeKind::Data));
         assert_eq!(mapping_kind("$x"), None);
         assert_eq!(mapping_kind("main"), None);
+    }
+
+    /// `e_phnum` = 0xffff (`PN_XNUM`) with the count in section 0's
+    /// `sh_info` is read as any other file; with no count there, the
+    /// error says so, not that the file has no loadable segment.
+    #[test]
+    fn a_program_header_count_in_section_0_is_read_or_named() {
+        let example =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/snapshot/example.elf");
+        let bytes = std::fs::read(example).expect("the example's ELF");
+        let phnum = u16::from_le_bytes([bytes[44], bytes[45]]);
+        let shoff = u32::from_le_bytes(bytes[32..36].try_into().expect("4 bytes")) as usize;
+        let dir = std::env::temp_dir().join(format!("tc-elf-xnum-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let load = |edit: &dyn Fn(&mut Vec<u8>)| {
+            let mut b = bytes.clone();
+            edit(&mut b);
+            let path = dir.join("x.elf");
+            std::fs::write(&path, &b).expect("write");
+            let mut m = MemoryMap::new();
+            m.add_elf(&path, Space::Any).map(|()| m.regions().count())
+        };
+        let xnum = |b: &mut Vec<u8>| b[44..46].copy_from_slice(&0xFFFFu16.to_le_bytes());
+        let count = |b: &mut Vec<u8>| {
+            xnum(b);
+            b[shoff + 28..shoff + 32].copy_from_slice(&u32::from(phnum).to_le_bytes());
+        };
+        assert_eq!(load(&|_| {}).expect("the example"), usize::from(phnum));
+        assert_eq!(load(&count).expect("PN_XNUM"), usize::from(phnum));
+        let why = |edit: &dyn Fn(&mut Vec<u8>)| match load(edit) {
+            Err(MemoryError::BadElf { reason, .. }) => reason,
+            other => panic!("{other:?}"),
+        };
+        let r = why(&xnum);
+        assert!(
+            r.contains("e_phnum is 0xffff (PN_XNUM") && r.contains("sh_info is 0"),
+            "{r}"
+        );
+        let r = why(&|b: &mut Vec<u8>| {
+            xnum(b);
+            b[32..36].fill(0);
+        });
+        assert!(
+            r.contains("PN_XNUM") && r.contains("no section headers"),
+            "{r}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

@@ -11,7 +11,7 @@ use trace_convert::clock::ClockKind;
 use trace_convert::convert::{
     self, ClockChoice, ConvertError, ConvertOptions, ConvertReport, Converter,
 };
-use trace_convert::escape::escaped;
+use trace_convert::escape::{escaped, guarded};
 use trace_convert::input::capture::ReadError;
 use trace_convert::input::memory::{no_memory_warning, ExtraMemory, Images, MemArg};
 use trace_convert::input::saved::format::{Header, ImageInfo, SourceInfo};
@@ -448,14 +448,18 @@ fn convert_as(args: &ConvertArgs, watch: Option<&mut dyn Watch>) -> Result<(), E
     set.commit().map_err(|e| output_failure(&e))?;
     print_summary(&report, windowed);
     for n in &report.notes {
-        eprintln!("trace-convert: note: {}", escaped(n));
+        eprintln!("trace-convert: note: {}", guarded(n));
     }
     if let (Some(names), Some(w)) = (args.window.functions_alone(), report.window) {
         if w.shown == 0 {
             eprintln!(
                 "trace-convert: --function {}: no function of that name was ever on a call stack \
                  (the names are those the outputs show: `trace-convert report` lists them)",
-                names.join(", --function ")
+                names
+                    .iter()
+                    .map(|n| escaped(n))
+                    .collect::<Vec<_>>()
+                    .join(", --function ")
             );
         }
     }
@@ -633,7 +637,10 @@ fn load_symbols(
     }
     symbols.set_inline_scopes(!args.no_inline);
     for p in symbols.dwarf_problems() {
-        eprintln!("trace-convert: warning: DWARF section not readable: {p}: that file gives no source lines");
+        eprintln!(
+            "trace-convert: warning: DWARF section not readable: {}: that file gives no source lines",
+            guarded(p)
+        );
     }
     if symbols.is_empty() {
         eprintln!(
@@ -684,7 +691,7 @@ fn open_input(
     super::print_notes(&input);
     for s in input.captures.iter().flat_map(|c| &c.sources) {
         if s.protocol.traces_instructions() && !input.has_memory(&s.name, extra) {
-            eprintln!("trace-convert: {}", escaped(&no_memory_warning(&s.name)));
+            eprintln!("trace-convert: {}", guarded(&no_memory_warning(&s.name)));
         }
     }
     plan.check_inputs(input.files().iter().map(PathBuf::as_path))
@@ -803,7 +810,7 @@ fn check_decoded(
         return Err(fail(exit::CONFIG, why));
     }
     if let Some(w) = super::misfit_warning(input, &flags, instructions) {
-        eprintln!("trace-convert: warning: {w}");
+        eprintln!("trace-convert: warning: {}", guarded(&w));
     }
     Ok(())
 }
@@ -838,7 +845,7 @@ fn print_summary(r: &ConvertReport, windowed: bool) {
     for (path, bytes) in &r.captures {
         eprintln!(
             "trace-convert: {}: {}",
-            path.display(),
+            escaped(&path.display().to_string()),
             plural(*bytes, "byte")
         );
     }
@@ -885,7 +892,7 @@ fn print_summary(r: &ConvertReport, windowed: bool) {
                 top.join(", ")
             ));
         }
-        eprintln!("{line}");
+        eprintln!("{}", guarded(&line));
         if c.cycles_ignored > 0 {
             let at: Vec<String> = c.cycles_ignored_at.iter().map(u64::to_string).collect();
             eprintln!(
@@ -896,7 +903,7 @@ fn print_summary(r: &ConvertReport, windowed: bool) {
             );
         }
         for line in c.mismatches.lines(*id) {
-            eprintln!("trace-convert: {line}");
+            eprintln!("trace-convert: {}", guarded(&line));
         }
     }
     if let Some(w) = r.window.filter(|w| w.unplaced > 0) {
@@ -1003,14 +1010,19 @@ fn events_header(input: &Input, extra: &ExtraMemory) -> Result<Header, String> {
     let mut images = Vec::new();
     let mut paths: Vec<PathBuf> = Vec::new();
     if let Some(snap) = &input.snapshot {
-        // Dumps are read through the snapshot folder, each file once.
+        // Dumps are read through the snapshot folder, each file once (and
+        // each device once, however many cores lie over it).
+        let mut devices = std::collections::HashSet::new();
         let mut dumps: Vec<(&Path, &Path)> = input
             .captures
             .iter()
             .flat_map(|c| &c.sources)
             .filter_map(|s| snap.core_of(&s.name))
-            .flat_map(|core| {
-                core.dumps
+            .flat_map(|core| snap.layers(core))
+            .filter(|device| devices.insert(device.name.as_str()))
+            .flat_map(|device| {
+                device
+                    .dumps
                     .iter()
                     .map(|d| (d.file.as_path(), d.path.as_path()))
             })
@@ -1093,7 +1105,7 @@ fn check_images(
         if !ignore {
             return Err(format!("{what} (--ignore-image-mismatch to go on)"));
         }
-        eprintln!("trace-convert: warning: {what}");
+        eprintln!("trace-convert: warning: {}", guarded(&what));
     }
     Ok(())
 }

@@ -40,7 +40,7 @@ mod window_cli;
 use convert_cli::ConvertArgs;
 use listing_threads::{decode_pipelined, packets_pipelined, pipelines};
 use outputs_cli::{listing_plan, output_failure, with_output};
-use trace_convert::escape::escaped;
+use trace_convert::escape::{escaped, guarded};
 use trace_convert::output::OutputPlan;
 
 /// Decode CoreSight ETMv3 and PTM (PFT) program trace and convert it into
@@ -521,7 +521,7 @@ mod exit {
 fn fail(code: u8, message: impl std::fmt::Display) -> ExitCode {
     // One line, whatever names from the inputs it quotes.
     let message = message.to_string();
-    eprintln!("trace-convert: {}", escaped(&message));
+    eprintln!("trace-convert: {}", guarded(&message));
     ExitCode::from(code)
 }
 
@@ -540,7 +540,7 @@ fn print_notes(input: &input::Input) {
     const SHOWN: usize = 20;
     let notes = input.snapshot.as_ref().map_or(&[][..], |s| &s.notes[..]);
     for n in notes.iter().take(SHOWN) {
-        eprintln!("trace-convert: note: {}", escaped(n));
+        eprintln!("trace-convert: note: {}", guarded(n));
     }
     if notes.len() > SHOWN {
         eprintln!(
@@ -672,8 +672,8 @@ fn print_skipped(capture: &CaptureSpec) {
     for (name, why) in &capture.skipped {
         eprintln!(
             "trace-convert: {}: not decoded: {}",
-            escaped(name),
-            escaped(why)
+            guarded(name),
+            guarded(why)
         );
     }
 }
@@ -718,7 +718,7 @@ fn run_packets(args: &PacketsArgs) -> ExitCode {
             for (id, s) in &summary.sources {
                 eprintln!(
                     "trace-convert: {}: ID {id:#04x}: {}, {} ({}), {} skipped, {}",
-                    capture.path.display(),
+                    escaped(&capture.path.display().to_string()),
                     plural(s.bytes, "byte"),
                     plural(s.packets, "packet"),
                     plural(s.in_packets, "byte"),
@@ -773,7 +773,7 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
         Err(e) => return fail(exit::INPUT, e),
     };
     for name in input.without_memory(&images) {
-        eprintln!("trace-convert: {}", escaped(&no_memory_warning(name)));
+        eprintln!("trace-convert: {}", guarded(&no_memory_warning(name)));
     }
     // With ELF files, each line names its function (and, per
     // instruction, its source line).
@@ -831,7 +831,7 @@ fn run_decode(args: &DecodeArgs) -> ExitCode {
         }
         if input.expects_instructions() {
             if let Some(w) = misfit_warning(&input, &flags, totals.instructions) {
-                eprintln!("trace-convert: warning: {w}");
+                eprintln!("trace-convert: warning: {}", guarded(&w));
             }
         }
         Ok(())
@@ -898,14 +898,18 @@ fn decode_summary(capture: &CaptureSpec, summary: &trace_core::capture::DecodeSu
     for (id, c) in &summary.sources {
         eprintln!(
             "trace-convert: {}: ID {id:#04x}: {}, {}, {} not accessible, {}",
-            capture.path.display(),
+            escaped(&capture.path.display().to_string()),
             plural(c.ranges, "range"),
             plural(c.instructions, "instruction"),
             c.nacc,
             plural(c.gaps, "gap")
         );
         for line in c.mismatches.lines(*id) {
-            eprintln!("trace-convert: {}: {line}", capture.path.display());
+            eprintln!(
+                "trace-convert: {}: {}",
+                escaped(&capture.path.display().to_string()),
+                guarded(&line)
+            );
         }
     }
     Totals {

@@ -37,7 +37,7 @@ pub fn listing_plan<'p>(
 pub fn create(plan: OutputPlan) -> Result<OutputSet, ExitCode> {
     let set = plan.create().map_err(|e| output_failure(&e))?;
     for n in set.notes() {
-        eprintln!("trace-convert: note: {}", trace_convert::escape::escaped(n));
+        eprintln!("trace-convert: note: {}", trace_convert::escape::guarded(n));
     }
     Ok(set)
 }

@@ -662,13 +662,33 @@ fn dumps(perf: &PerfData, lookup: Lookup<'_>, notes: &mut Vec<String>) -> Vec<Ma
     out
 }
 
-/// The most mappings all processes' address spaces may hold together.
+/// The most executable mappings a recording may hold.
 const MAX_MAPPED: usize = 1 << 20;
 
+/// The most processes a process's address space is inherited through
+/// (forks without exec): a longer chain is cut there.
+const MAX_ANCESTORS: usize = 64;
+
+/// The device holding the kernel's mappings (perf writes them under
+/// pid -1): every process's address space lies over it.
+const KERNEL: &str = "pid -1 (kernel)";
+
+/// The device holding the mappings of every process, under the cores of
+/// per-CPU captures.
+const EVERY_PROCESS: &str = "every process";
+
+/// The device holding process `pid`'s own mappings (since its last exec).
+fn process_device(pid: u32) -> String {
+    format!("pid {pid}")
+}
+
 /// The snapshot that stands for the recording: per CPU, a core device
-/// whose dumps are the mapped files, and the trace source bound to it; a
-/// capture of a known thread reads its process's mappings only (a core
-/// device per CPU and process).
+/// reading the mapped files, and the trace source bound to it; a capture
+/// of a known thread reads its process's mappings only (a core device per
+/// CPU and process). Each mapping is held by one device: a process's
+/// device lies over its parent's (up to an exec) or the kernel's
+/// ([`Device::under`]), so memory grows with the records, not with the
+/// processes times the kernel's mappings.
 fn snapshot_of(
     path: &Path,
     captures: &[CaptureSpec],
@@ -678,11 +698,25 @@ fn snapshot_of(
 ) -> Result<Snapshot, String> {
     let folder = Folder::open(Path::new("/"))
         .map_err(|e| format!("cannot open the file system root to read mapped files: {e}"))?;
-    // Every process's address space holds the kernel's mappings too: a
-    // few kilobytes of records could ask for billions of entries.
-    let mut entries = 0usize;
+    if dumps.len() > MAX_MAPPED {
+        return Err(format!(
+            "the recording holds {} executable mappings, more than {MAX_MAPPED}: not read",
+            dumps.len()
+        ));
+    }
     let mut devices = Vec::new();
     let owned = Owned::new(dumps);
+    let device = |name: String, dumps: Vec<Dump>, under: Option<String>| Device {
+        name,
+        class: "core".into(),
+        kind: String::new(),
+        regs: Vec::new(),
+        dumps,
+        file: path.to_path_buf(),
+        under,
+    };
+    let mut processes: BTreeMap<u32, (Option<u32>, usize)> = BTreeMap::new();
+    let mut every = false;
     let mut core_sources: Vec<(String, String)> = Vec::new();
     let mut bound: std::collections::HashSet<String> = std::collections::HashSet::new();
     for c in captures {
@@ -691,29 +725,35 @@ fn snapshot_of(
                 continue;
             }
             let core = s.core.clone().unwrap_or_else(|| s.name.clone());
-            let (name, dumps) = match &c.task {
-                Some(t) => (
-                    format!("{core} pid {}", t.pid),
-                    tasks.mapped_by(t.pid, &owned),
-                ),
-                None => (core, dumps.iter().map(|(_, _, d)| d.clone()).collect()),
+            let (name, under) = match &c.task {
+                Some(t) => {
+                    tasks.lineage(t.pid, &mut processes);
+                    (format!("{core} pid {}", t.pid), process_device(t.pid))
+                }
+                None => {
+                    every = true;
+                    (core, EVERY_PROCESS.to_owned())
+                }
             };
-            entries += dumps.len();
-            if entries > MAX_MAPPED {
-                return Err(format!(
-                    "the processes' mappings add up to more than {MAX_MAPPED} (the kernel's count once per process): not read"
-                ));
-            }
-            devices.push(Device {
-                name: name.clone(),
-                class: "core".into(),
-                kind: String::new(),
-                regs: Vec::new(),
-                dumps,
-                file: path.to_path_buf(),
-            });
+            devices.push(device(name.clone(), Vec::new(), Some(under)));
             core_sources.push((name, s.name.clone()));
         }
+    }
+    if every {
+        let all = dumps.iter().map(|(_, _, d)| d.clone()).collect();
+        devices.push(device(EVERY_PROCESS.into(), all, None));
+    }
+    if !processes.is_empty() {
+        let kernel = owned.of(u32::MAX).iter().map(|&i| dumps[i].2.clone());
+        devices.push(device(KERNEL.into(), kernel.collect(), None));
+    }
+    for (pid, (parent, _)) in processes {
+        let under = parent.map_or_else(|| KERNEL.to_owned(), process_device);
+        devices.push(device(
+            process_device(pid),
+            tasks.own(pid, &owned),
+            Some(under),
+        ));
     }
     Ok(Snapshot {
         dir: path.to_path_buf(),
@@ -802,32 +842,51 @@ impl Tasks {
         }
     }
 
-    /// The dumps of process `pid`'s address space: its own mappings since
-    /// its last exec, those of the processes it was forked from (up to an
-    /// exec), and the kernel's; in the order of their records.
-    fn mapped_by(&self, pid: u32, owned: &Owned<'_>) -> Vec<Dump> {
-        let mut chain = vec![pid];
+    /// Process `pid` and the processes its address space is inherited
+    /// from (forked without exec), each with the one it lies over (`None`:
+    /// the kernel's) and how many processes deep that goes, added to
+    /// `processes`. A chain that loops back lies over the kernel's where
+    /// it would; one deeper than [`MAX_ANCESTORS`] is cut there.
+    fn lineage(&self, pid: u32, processes: &mut BTreeMap<u32, (Option<u32>, usize)>) {
+        // The processes not seen before, from `pid` up.
+        let mut chain: Vec<u32> = Vec::new();
         let mut at = pid;
-        while let Some(&p) = self.parent.get(&at) {
-            if chain.contains(&p) || chain.len() > 64 {
-                break;
+        while !processes.contains_key(&at) && !chain.contains(&at) {
+            chain.push(at);
+            match self.parent.get(&at) {
+                Some(&p) => at = p,
+                None => break,
             }
-            chain.push(p);
-            at = p;
         }
-        let mut picked: Vec<usize> = owned.of(u32::MAX).to_vec();
-        for owner in &chain {
-            let exec = self.exec_at.get(owner);
-            picked.extend(
-                owned
-                    .of(*owner)
-                    .iter()
-                    .filter(|&&i| exec.is_none_or(|&e| owned.dumps[i].1 > e)),
-            );
+        for (i, &p) in chain.iter().enumerate().rev() {
+            let parent =
+                self.parent.get(&p).copied().filter(|q| {
+                    *q != u32::MAX && processes.contains_key(q) && !chain[..i].contains(q)
+                });
+            let depth = parent.map_or(1, |q| processes[&q].1 + 1);
+            let entry = if depth > MAX_ANCESTORS {
+                (None, 1)
+            } else {
+                (parent, depth)
+            };
+            processes.insert(p, entry);
         }
-        picked.sort_unstable();
-        picked.dedup();
-        picked.iter().map(|&i| owned.dumps[i].2.clone()).collect()
+    }
+
+    /// The dumps process `pid` mapped since its last exec, in the order
+    /// of their records.
+    fn own(&self, pid: u32, owned: &Owned<'_>) -> Vec<Dump> {
+        if pid == u32::MAX {
+            // The kernel's device holds them.
+            return Vec::new();
+        }
+        let exec = self.exec_at.get(&pid);
+        owned
+            .of(pid)
+            .iter()
+            .filter(|&&i| exec.is_none_or(|&e| owned.dumps[i].1 > e))
+            .map(|&i| owned.dumps[i].2.clone())
+            .collect()
     }
 }
 
@@ -937,6 +996,32 @@ mod tests {
         assert_eq!(task(99), (99, ":99".into(), ":99".into()));
     }
 
+    /// The dumps process `pid`'s address space reads, the lowest layer
+    /// first: the kernel's, then each process's own from the oldest
+    /// ancestor down.
+    fn view(t: &Tasks, pid: u32, dumps: &[Mapped]) -> Vec<String> {
+        let owned = Owned::new(dumps);
+        let mut processes = BTreeMap::new();
+        t.lineage(pid, &mut processes);
+        let mut layers = vec![pid];
+        while let Some(&(Some(p), _)) = processes.get(layers.last().expect("one")) {
+            layers.push(p);
+        }
+        let mut names: Vec<String> = owned
+            .of(u32::MAX)
+            .iter()
+            .map(|&i| dumps[i].2.path.display().to_string())
+            .collect();
+        for p in layers.iter().rev() {
+            names.extend(
+                t.own(*p, &owned)
+                    .iter()
+                    .map(|d| d.path.display().to_string()),
+            );
+        }
+        names
+    }
+
     #[test]
     fn a_process_maps_its_own_code_its_parents_until_exec_and_the_kernels() {
         let t = tasks(&records());
@@ -947,15 +1032,48 @@ mod tests {
             (40, 45, dump("forked")),
             (u32::MAX, 1, dump("kernel")),
         ];
-        let names = |pid| -> Vec<String> {
-            t.mapped_by(pid, &Owned::new(&dumps))
-                .iter()
-                .map(|d| d.path.display().to_string())
-                .collect()
-        };
-        assert_eq!(names(20), ["app", "kernel"]);
-        assert_eq!(names(40), ["sh", "forked", "kernel"]);
-        assert_eq!(names(10), ["sh", "kernel"]);
+        assert_eq!(view(&t, 20, &dumps), ["kernel", "app"]);
+        assert_eq!(view(&t, 40, &dumps), ["kernel", "sh", "forked"]);
+        assert_eq!(view(&t, 10, &dumps), ["kernel", "sh"]);
+    }
+
+    /// Forks that loop (a recording can say anything) or run deeper than
+    /// [`MAX_ANCESTORS`] end in the kernel's mappings, each process named
+    /// once, whichever process is looked at first.
+    #[test]
+    fn fork_chains_that_loop_or_run_deep_are_cut() {
+        let mut recs = vec![
+            fork(0, 1, 3, 1, 3),
+            fork(1, 2, 1, 2, 1),
+            fork(2, 3, 2, 3, 2),
+        ];
+        for i in 0..200u32 {
+            recs.push(fork(
+                10 + u64::from(i),
+                1001 + i,
+                1000 + i,
+                1001 + i,
+                1000 + i,
+            ));
+        }
+        let t = tasks(&recs);
+        for start in [1, 2, 3] {
+            let mut processes = BTreeMap::new();
+            t.lineage(start, &mut processes);
+            assert_eq!(processes.len(), 3);
+            assert_eq!(processes.values().filter(|(p, _)| p.is_none()).count(), 1);
+            assert!(processes.values().all(|&(_, d)| (1..=3).contains(&d)));
+        }
+        let mut processes = BTreeMap::new();
+        for pid in [1100, 1200, 1050] {
+            t.lineage(pid, &mut processes);
+        }
+        assert_eq!(processes.len(), 201, "1000 to 1200, once each");
+        for (pid, &(parent, depth)) in &processes {
+            assert!((1..=MAX_ANCESTORS).contains(&depth), "{pid}: {depth}");
+            let below = parent.map_or(0, |p| processes[&p].1);
+            assert_eq!(depth, below + 1, "{pid}");
+        }
     }
 
     /// A recording of `n` drains of 160 bytes, in `buffers` AUXTRACE
