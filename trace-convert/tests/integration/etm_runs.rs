@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use trace_convert::input::flags::SourceFlags;
 use trace_convert::input::memory::{memory_for, ExtraMemory};
-use trace_convert::input::source::CaptureSpec;
+use trace_convert::input::source::{CaptureSpec, Protocol};
 use trace_convert::input::{self, Input};
 use trace_core::capture::DecodeOptions;
 use trace_core::event::{Event, EventKind};
@@ -52,7 +52,11 @@ fn events(
 /// of its range and executed), the cycles in all, the other events.
 type Expanded = BTreeMap<u8, (Vec<(u32, bool)>, u64, Vec<Event>)>;
 
-fn expand(events: &[Event], memory: &dyn Fn(u8) -> Arc<dyn MemoryImage>) -> Expanded {
+fn expand(
+    events: &[Event],
+    memory: &dyn Fn(u8) -> Arc<dyn MemoryImage>,
+    etm: &dyn Fn(u8) -> bool,
+) -> Expanded {
     let mut by_id = Expanded::new();
     for e in events {
         let (insns, cycles, other) = by_id.entry(e.id).or_default();
@@ -61,6 +65,13 @@ fn expand(events: &[Event], memory: &dyn Fn(u8) -> Arc<dyn MemoryImage>) -> Expa
                 let mut n = 0;
                 for i in r.instructions(&*memory(e.id)) {
                     n += 1;
+                    // Only a range's last instruction has an outcome of its
+                    // own: a conditional one ends its run.
+                    assert!(
+                        n == r.count || i.cond == isa_decode::Cond::Al || !etm(e.id),
+                        "{e:?}: conditional instruction at {:#x} inside",
+                        i.addr
+                    );
                     insns.push((i.addr, n < r.count || r.executed));
                 }
                 assert_eq!(n, r.count, "{e:?}: the image covers the range");
@@ -94,7 +105,15 @@ fn check(input: &Input, extra: &ExtraMemory) -> (usize, usize) {
         };
         per_n += count(&per);
         runs_n += count(&runs);
-        let (a, b) = (expand(&per, &image), expand(&runs, &image));
+        let etm = |id: u8| {
+            spec.sources
+                .iter()
+                .find(|s| s.id == id)
+                .map(|s| s.protocol)
+                .or(spec.any_id.map(|(p, _)| p))
+                == Some(Protocol::Etmv3)
+        };
+        let (a, b) = (expand(&per, &image, &etm), expand(&runs, &image, &etm));
         assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
         for (id, (insns, cycles, other)) in &a {
             let (insns2, cycles2, other2) = &b[id];
@@ -176,11 +195,7 @@ fn corpus_programs_by_runs_are_the_same_flow() {
             };
             let trace = trace_encode::encode_etm(&flow.items, &mem, &opts).expect("encode");
             let bin = tmp.path().join(format!("{name}-{cycle_accurate}.bin"));
-            let input = crate::convert_common::trace_input(
-                &trace,
-                trace_convert::input::source::Protocol::Etmv3,
-                &bin,
-            );
+            let input = crate::convert_common::trace_input(&trace, Protocol::Etmv3, &bin);
             let extra = ExtraMemory {
                 elves: vec![elf.clone()],
                 raw: Vec::new(),

@@ -41,6 +41,10 @@ pub struct CInsn {
     pub ret: bool,
     /// Conditional by its encoding (condition field, `B<c>`, CBZ/CBNZ).
     pub cond: bool,
+    /// Conditional by its encoding or by its place in a T32 IT block
+    /// that starts in this block: ETMv3 by runs ends a run there, so that
+    /// its outcome is the range's own.
+    pub conditional: bool,
     /// Taken target of a direct waypoint.
     pub target: Option<(u32, Isa)>,
 }
@@ -209,11 +213,9 @@ impl BlockCache {
                 end = BlockEnd::Undefined(addr);
                 break;
             }
-            if isa == Isa::T32 {
-                // Keeps IT blocks in step; the effective condition is in
-                // the per-instruction view (`Range::instructions`).
-                it.step(&insn);
-            }
+            // Keeps IT blocks in step; the effective condition is also in
+            // the per-instruction view (`Range::instructions`).
+            let in_it = isa == Isa::T32 && it.step(&insn) != isa_decode::Cond::Al;
             let waypoint = insn.is_waypoint_with(self.barriers);
             let class = if waypoint {
                 InsnClass::of(&insn)
@@ -232,6 +234,7 @@ impl BlockCache {
                 link,
                 ret,
                 cond,
+                conditional: cond || in_it,
                 target: insn.target.map(|t| (t.addr, t.isa)),
             });
             self.alone.push(Range {

@@ -381,8 +381,9 @@ impl Engine {
     }
 
     /// ETMv3: hand on each run of instructions inside one block (up to
-    /// and including a waypoint or an instruction that failed its
-    /// condition, across P-headers while nothing else comes between)
+    /// and including a waypoint, a conditional instruction or one that
+    /// failed its condition, across P-headers while nothing else comes
+    /// between)
     /// as one range with the cycles of its instructions summed, instead
     /// of one range per instruction. The instructions, their order, what
     /// each range says of its last instruction and the cycles' total are
@@ -1195,11 +1196,19 @@ impl Engine {
             let n = (blk.len - pc.index).min(count - i);
             let bits = u32::from(executed) >> i & ((1u32 << n) - 1);
             let lead = (!bits).trailing_zeros();
-            let (run, exec) = if lead < n {
+            let (mut run, mut exec) = if lead < n {
                 (lead + 1, false)
             } else {
                 (n, true)
             };
+            // A conditional instruction ends a run too: its outcome is
+            // then the range's own.
+            let base = (blk.first + pc.index) as usize;
+            let before_last = &self.cache.arena[base..base + run as usize - 1];
+            if let Some(k) = before_last.iter().position(|c| c.conditional) {
+                run = k as u32 + 1;
+                exec = true;
+            }
             let j = pc.index + run - 1;
             let at = (blk.first + j) as usize;
             let r = self.cache.alone[at];
@@ -1261,9 +1270,10 @@ impl Engine {
             pc.index = j + 1;
             pc.addr = r.end;
             let waypoint = j == blk.len - 1 && blk.end == BlockEnd::Waypoint;
-            // A run ends at a waypoint or a failed condition; one cut short
-            // by the end of a block that is not a waypoint goes on.
-            extend = exec && !waypoint;
+            // A run ends at a waypoint, a conditional instruction or a
+            // failed condition; one cut short by the end of a block that is
+            // not a waypoint goes on.
+            extend = exec && !waypoint && !self.cache.arena[at].conditional;
             if !extend && i < count {
                 self.flush(out);
             }

@@ -67,10 +67,11 @@ impl DecoderConfig {
     }
 
     /// Same, with ETMv3's instructions handed on by runs: each run of
-    /// instructions inside one block, up to and including a waypoint or
-    /// an instruction that failed its condition (across P-headers while
-    /// no other packet comes between), is one range with the cycles of
-    /// its instructions summed. The instructions and their order, what a
+    /// instructions inside one block, up to and including a waypoint, a
+    /// conditional instruction or an instruction that failed its
+    /// condition (across P-headers and their W atoms while no other
+    /// packet comes between), is one range with the cycles of its
+    /// instructions summed. The instructions and their order, what a
     /// range says of its last instruction and the cycles' total are those
     /// of one range per instruction (OpenCSD's elements, the default);
     /// the instructions before a range's last one all executed. PTM
