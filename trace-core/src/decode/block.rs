@@ -126,6 +126,10 @@ pub struct BlockCache {
     /// with the atom and cycles filled in. (Kept apart from `arena`, whose
     /// entries the PTM path copies once per waypoint.)
     pub alone: Vec<Range>,
+    /// For each instruction of `arena`, the instructions from it up to and
+    /// including the next conditional one or its block's last: the most
+    /// an ETMv3 run starting there may take.
+    pub stop: Vec<u16>,
     /// The blocks.
     pub blocks: Vec<Block>,
     map: HashMap<u64, u32, BuildHasherDefault<KeyHasher>>,
@@ -161,6 +165,7 @@ impl BlockCache {
     pub fn clear(&mut self) {
         self.arena.clear();
         self.alone.clear();
+        self.stop.clear();
         self.blocks.clear();
         self.map.clear();
         self.front.fill((NO_KEY, NONE));
@@ -256,6 +261,13 @@ impl BlockCache {
                 end = BlockEnd::Waypoint;
                 break;
             }
+        }
+        // (`stop` is as long as `arena` before the block, like `alone`.)
+        let mut left = 0u16;
+        self.stop.resize(self.arena.len(), 1);
+        for k in (first as usize..self.arena.len()).rev() {
+            left = if self.arena[k].conditional { 1 } else { left + 1 };
+            self.stop[k] = left;
         }
         let b = self.blocks.len() as u32;
         self.blocks.push(Block {

@@ -1204,9 +1204,9 @@ impl Engine {
             // A conditional instruction ends a run too: its outcome is
             // then the range's own.
             let base = (blk.first + pc.index) as usize;
-            let before_last = &self.cache.arena[base..base + run as usize - 1];
-            if let Some(k) = before_last.iter().position(|c| c.conditional) {
-                run = k as u32 + 1;
+            let stop = u32::from(self.cache.stop[base]);
+            if stop < run {
+                run = stop;
                 exec = true;
             }
             let j = pc.index + run - 1;
