@@ -266,7 +266,11 @@ impl BlockCache {
         let mut left = 0u16;
         self.stop.resize(self.arena.len(), 1);
         for k in (first as usize..self.arena.len()).rev() {
-            left = if self.arena[k].conditional { 1 } else { left + 1 };
+            left = if self.arena[k].conditional {
+                1
+            } else {
+                left + 1
+            };
             self.stop[k] = left;
         }
         let b = self.blocks.len() as u32;
