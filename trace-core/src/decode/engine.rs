@@ -1013,7 +1013,7 @@ impl Engine {
     /// a block need no look at their atom: only a block's last
     /// instruction (its waypoint, when it has one) can move the PC
     /// elsewhere.
-    #[inline]
+    #[inline(always)]
     fn p_header<F: FnMut(Event)>(
         &mut self,
         offset: u64,
@@ -1165,7 +1165,7 @@ impl Engine {
     /// on with `pending` when that is open. The run under way is kept in
     /// `pending` (where it stays at the end of the packet).
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     fn walk_runs<F: FnMut(Event)>(
         &mut self,
         offset: u64,
@@ -1245,10 +1245,10 @@ impl Engine {
                     p.ret = r.ret;
                     p.cond = r.cond;
                     p.executed = exec;
-                    p.cycles = match (p.cycles, cycles) {
-                        (Some(x), Some(y)) => Some(x.saturating_add(y)),
-                        (x, y) => x.or(y),
-                    };
+                    // A source's ranges all have cycles or none.
+                    if let (Some(x), Some(y)) = (p.cycles.as_mut(), cycles) {
+                        *x = x.saturating_add(y);
+                    }
                 }
                 _ => {
                     let start = self.cache.alone[(blk.first + pc.index) as usize].start;
