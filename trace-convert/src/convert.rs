@@ -1342,7 +1342,9 @@ pub fn convert_loaded(
                 path: capture.path.clone(),
                 source,
             })?
-            .options(conv.decode);
+            .options(conv.decode)
+            // No output needs one event per ETMv3 instruction.
+            .block_ranges(true);
         if let Some(parts) = conv.parts() {
             decoder = decoder.parts(parts);
         }

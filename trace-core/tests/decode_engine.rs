@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{atoms, inconsistencies, run};
+use common::{atoms, check_runs, inconsistencies, run};
 
 use std::sync::Arc;
 use trace_core::decode::op::{Branch, InsnAtoms, Sync, SyncReason, Target, TraceOp};
@@ -37,6 +37,13 @@ fn ptm(return_stack: bool) -> Decoder {
 fn etm() -> Decoder {
     let cfg = etm_packets::Config::new();
     Decoder::new(DecoderConfig::new(0x10, &SourceConfig::Etm(cfg)), memory())
+}
+
+/// [`etm`], its instructions by runs.
+fn etm_runs() -> Decoder {
+    let cfg = etm_packets::Config::new();
+    let cfg = DecoderConfig::new(0x10, &SourceConfig::Etm(cfg)).with_block_ranges(true);
+    Decoder::new(cfg, memory())
 }
 
 fn isync(addr: u32, isa: Isa) -> TraceOp {
@@ -383,6 +390,93 @@ fn etm_cancelled_instruction_is_dropped() {
 }
 
 #[test]
+fn etm_runs_end_at_waypoints_and_failed_conditions() {
+    let ops = [
+        isync(0x1000, Isa::A32),
+        // MOV, ADD, CMP, BNE taken | ADD, CMP, BNE not taken | BL
+        TraceOp::InsnAtoms(InsnAtoms {
+            count: 8,
+            executed: 0b1011_1111,
+            cycles: Some((2, 1, 0)),
+        }),
+        // ADD (goes on from the BL's target), then BX lr in the next
+        // P-header: one run across the two.
+        TraceOp::InsnAtoms(InsnAtoms {
+            count: 1,
+            executed: 0b1,
+            cycles: Some((3, 0, 0)),
+        }),
+        TraceOp::InsnAtoms(InsnAtoms {
+            count: 1,
+            executed: 0b1,
+            cycles: Some((4, 0, 0)),
+        }),
+        branch(0x1014, Isa::A32, 0),
+    ];
+    let per = run(&mut etm(), &ops);
+    let runs = run(&mut etm_runs(), &ops);
+    let got: Vec<_> = ranges(&runs)
+        .iter()
+        .map(|r| (r.start, r.count, r.executed, r.cycles))
+        .collect();
+    // Cycles: 2 W before the first instruction, 1 before each later one.
+    assert_eq!(
+        got,
+        [
+            (0x1000, 4, true, Some(5)),
+            (0x1004, 3, false, Some(3)),
+            (0x1010, 1, true, Some(1)),
+            (0x1020, 2, true, Some(7)),
+        ]
+    );
+    assert_eq!(check_runs(&per, &runs), 3);
+}
+
+#[test]
+fn etm_cancel_keeps_the_rest_of_a_run() {
+    // As `etm_cancelled_instruction_is_dropped`, the run MOV, ADD, CMP
+    // merged: the CMP is cancelled, MOV and ADD stay as one range.
+    let ops = [
+        isync(0x1000, Isa::A32),
+        TraceOp::InsnAtoms(InsnAtoms {
+            count: 2,
+            executed: 0b11,
+            cycles: Some((1, 1, 0)),
+        }),
+        TraceOp::InsnAtoms(InsnAtoms {
+            count: 1,
+            executed: 0b1,
+            cycles: Some((5, 0, 0)),
+        }),
+        TraceOp::Branch(Branch {
+            target: Target {
+                addr: 0x18,
+                isa: Some(Isa::A32),
+            },
+            bits: 32,
+            exception: 14,
+            cancel: true,
+            ns: None,
+            hyp: None,
+            cycles: None,
+        }),
+    ];
+    let per = run(&mut etm(), &ops);
+    let runs = run(&mut etm_runs(), &ops);
+    let got: Vec<_> = ranges(&runs)
+        .iter()
+        .map(|r| (r.start, r.end, r.count, r.cycles))
+        .collect();
+    assert_eq!(got, [(0x1000, 0x1008, 2, Some(2))]);
+    assert!(runs.iter().any(|e| e.kind
+        == EventKind::Exception {
+            number: 14,
+            ret: Some(0x1008)
+        }));
+    check_runs(&per, &runs);
+}
+
+#[test]
 fn etm_lsip_isync_implies_the_data_instruction() {
     // LSiP: the data instruction at the I-sync address (the ADD at 0x1004)
     // executed; tracing continues at the LSiP address (0x1008).
@@ -576,6 +670,39 @@ mod fuzz {
     use super::*;
     use proptest::prelude::*;
 
+    /// ETMv3's operations, with cancelling exceptions and W atoms.
+    fn etm_op() -> impl Strategy<Value = TraceOp> {
+        let addr = prop_oneof![0x1000u32..0x1030, 0x2000u32..0x2008, any::<u32>()];
+        let isa = prop_oneof![Just(Isa::A32), Just(Isa::T32)];
+        prop_oneof![
+            1 => (addr.clone(), isa.clone()).prop_map(|(a, i)| isync(a & !1, i)),
+            4 => (0u8..=16, any::<u16>(), 0u8..3, 0u8..2, 0u8..2).prop_map(|(c, e, f, x, t)| {
+                TraceOp::InsnAtoms(InsnAtoms {
+                    count: c,
+                    executed: e,
+                    cycles: Some((f, x, t)),
+                })
+            }),
+            1 => (addr.clone(), isa.clone(), 0u16..20, any::<bool>()).prop_map(|(a, i, x, c)| {
+                TraceOp::Branch(Branch {
+                    target: Target {
+                        addr: a & !1,
+                        isa: Some(i),
+                    },
+                    bits: 32,
+                    exception: x,
+                    cancel: c && x != 0,
+                    ns: None,
+                    hyp: None,
+                    cycles: None,
+                })
+            }),
+            1 => Just(TraceOp::ExceptionReturn),
+            1 => any::<u32>().prop_map(TraceOp::ContextId),
+            1 => (1u32..5).prop_map(TraceOp::CycleCount),
+        ]
+    }
+
     fn op() -> impl Strategy<Value = TraceOp> {
         let addr = prop_oneof![0x1000u32..0x1030, 0x2000u32..0x2008, any::<u32>()];
         let isa = prop_oneof![Just(Isa::A32), Just(Isa::T32)];
@@ -602,6 +729,23 @@ mod fuzz {
     }
 
     proptest! {
+        #[test]
+        fn etm_by_runs_is_the_per_instruction_decode_merged(
+            code in proptest::collection::vec(any::<u8>(), 0..256),
+            ops in proptest::collection::vec(etm_op(), 0..64),
+        ) {
+            let mut map = MemoryMap::new();
+            let n = code.len();
+            map.add(Region::new("r", 0x1000, Space::Any, code.clone().into(), 0, n).unwrap());
+            map.add(Region::new("t", 0x2000, Space::Any, code.into(), 0, n).unwrap());
+            let map = Arc::new(map);
+            let src = SourceConfig::Etm(etm_packets::Config::new().with_cycle_accurate(true));
+            let cfg = DecoderConfig::new(3, &src);
+            let per = run(&mut Decoder::new(cfg, map.clone()), &ops);
+            let runs = run(&mut Decoder::new(cfg.with_block_ranges(true), map), &ops);
+            check_runs(&per, &runs);
+        }
+
         #[test]
         fn random_ops_on_random_memory_never_panic(
             code in proptest::collection::vec(any::<u8>(), 0..256),

@@ -183,9 +183,11 @@ fn parse(cfg: SourceConfig, bytes: &[u8]) -> u64 {
     n
 }
 
-/// Parse and decode `bytes`; returns instructions.
-fn decode(id: u8, cfg: SourceConfig, mem: &Arc<dyn MemoryImage>, bytes: &[u8]) -> u64 {
-    let mut d = Decoder::new(DecoderConfig::new(id, &cfg), Arc::clone(mem));
+/// Parse and decode `bytes`, ETMv3 by runs when `runs`
+/// ([`DecoderConfig::with_block_ranges`]); returns instructions.
+fn decode(id: u8, cfg: SourceConfig, mem: &Arc<dyn MemoryImage>, bytes: &[u8], runs: bool) -> u64 {
+    let cfg_of = DecoderConfig::new(id, &cfg).with_block_ranges(runs);
+    let mut d = Decoder::new(cfg_of, Arc::clone(mem));
     let mut n = 0u64;
     let mut sink = |e: Event| {
         if let EventKind::Range(r) = e.kind {
@@ -804,7 +806,7 @@ fn sink_rows(opts: &Opts, dir: &Path, rows: &mut Vec<Row>) -> Result<(), String>
     let base = byte_sum_base(opts.runs, &bytes);
 
     // Decode alone: parse, decode, count.
-    let (alone, insns) = best(opts.runs, || decode(0x10, cfg, &mem, &bytes));
+    let (alone, insns) = best(opts.runs, || decode(0x10, cfg, &mem, &bytes, false));
     rows.push(Row {
         what: "sinks input: decode alone (example, PTM)".into(),
         bytes: bytes.len(),
@@ -988,13 +990,22 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
     if opts.wants(&format!("{}: deformatter", goals::TAG)) {
         rows.push(goals::deformat_row(&opts, &sessions, sessions_base));
     }
-    for (name, id, cfg, mem, bytes, base) in [
-        ("PTM", 2u8, ptm_cfg, &ptm_mem, &ptm, ptm_base),
-        ("ETMv3", 0x10, etm_cfg, &etm_mem, &etm, etm_base),
+    for (name, id, cfg, mem, bytes, base, runs) in [
+        ("PTM", 2u8, ptm_cfg, &ptm_mem, &ptm, ptm_base, false),
+        ("ETMv3", 0x10, etm_cfg, &etm_mem, &etm, etm_base, false),
+        (
+            "ETMv3 by runs",
+            0x10,
+            etm_cfg,
+            &etm_mem,
+            &etm,
+            etm_base,
+            true,
+        ),
     ] {
         let what = format!("{name} decode, 1 thread (engine)");
         if opts.wants(&what) {
-            let (t, n) = best(opts.runs, || decode(id, cfg, mem, bytes));
+            let (t, n) = best(opts.runs, || decode(id, cfg, mem, bytes, runs));
             rows.push(Row {
                 what,
                 bytes: bytes.len(),
@@ -1008,12 +1019,17 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
 
     // ETMv3 without cycle accuracy: the corpus program `example` (A32 and
     // T32 builds) encoded by trace-encode, repeated in memory.
-    for (fixture, isa) in [("example-a", "A32"), ("example-t", "T32")] {
+    for (fixture, isa, runs) in [
+        ("example-a", "A32", false),
+        ("example-t", "T32", false),
+        ("example-a", "A32 by runs", true),
+        ("example-t", "T32 by runs", true),
+    ] {
         let what = format!("ETMv3 decode, not cycle-accurate, {isa}, 1 thread (engine)");
         if opts.wants(&what) {
             let (cfg, mem, bytes) = etm_plain(fixture, size)?;
             let base = sum(&bytes);
-            let (t, n) = best(opts.runs, || decode(0x10, cfg, &mem, &bytes));
+            let (t, n) = best(opts.runs, || decode(0x10, cfg, &mem, &bytes, runs));
             rows.push(Row {
                 what,
                 bytes: bytes.len(),

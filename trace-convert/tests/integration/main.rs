@@ -31,6 +31,7 @@ mod damaged_captures;
 mod decode_cli;
 mod decode_format_none;
 mod escaping;
+mod etm_runs;
 mod formats_events;
 mod formats_lcov;
 mod formats_perfetto;

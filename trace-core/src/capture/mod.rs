@@ -127,18 +127,22 @@ pub(crate) struct Plan {
     default_memory: Arc<dyn MemoryImage>,
     /// The capture starts at this offset of a file.
     pub(crate) start: Option<u64>,
+    /// Every source's ETMv3 instructions by runs
+    /// ([`DecoderConfig::with_block_ranges`]).
+    block_ranges: bool,
 }
 
 impl Plan {
     /// The decoder configuration of trace ID `id`, if it has a source.
     #[inline]
     pub(crate) fn source(&self, id: u8) -> Option<DecoderConfig> {
-        self.sources.get(id).copied().or_else(|| {
+        let cfg = self.sources.get(id).copied().or_else(|| {
             self.any_id.map(|mut c| {
                 c.id = id;
                 c
             })
-        })
+        });
+        cfg.map(|c| c.with_block_ranges(c.block_ranges || self.block_ranges))
     }
 
     /// The configured trace IDs, in ascending order.
@@ -214,6 +218,7 @@ impl CaptureDecoder {
                     memory: PerId::new(),
                     default_memory: Arc::new(MemoryMap::new()),
                     start: None,
+                    block_ranges: false,
                 },
                 options: DecodeOptions::default(),
                 size: None,
@@ -350,6 +355,15 @@ impl Builder {
     /// thread (without a hint, the size is taken to be large).
     pub fn size_hint(mut self, bytes: u64) -> Self {
         self.decoder.size = Some(bytes);
+        self
+    }
+
+    /// Hand on every source's ETMv3 instructions by runs rather than
+    /// one range per instruction (see
+    /// [`DecoderConfig::with_block_ranges`]): what a consumer that needs
+    /// no event per instruction decodes fastest.
+    pub fn block_ranges(mut self, on: bool) -> Self {
+        self.decoder.plan.block_ranges = on;
         self
     }
 

@@ -41,6 +41,10 @@ pub struct CInsn {
     pub ret: bool,
     /// Conditional by its encoding (condition field, `B<c>`, CBZ/CBNZ).
     pub cond: bool,
+    /// Conditional by its encoding or by its place in a T32 IT block
+    /// that starts in this block: ETMv3 by runs ends a run there, so that
+    /// its outcome is the range's own.
+    pub conditional: bool,
     /// Taken target of a direct waypoint.
     pub target: Option<(u32, Isa)>,
 }
@@ -122,6 +126,10 @@ pub struct BlockCache {
     /// with the atom and cycles filled in. (Kept apart from `arena`, whose
     /// entries the PTM path copies once per waypoint.)
     pub alone: Vec<Range>,
+    /// For each instruction of `arena`, the instructions from it up to and
+    /// including the next conditional one or its block's last: the most
+    /// an ETMv3 run starting there may take.
+    pub stop: Vec<u16>,
     /// The blocks.
     pub blocks: Vec<Block>,
     map: HashMap<u64, u32, BuildHasherDefault<KeyHasher>>,
@@ -157,6 +165,7 @@ impl BlockCache {
     pub fn clear(&mut self) {
         self.arena.clear();
         self.alone.clear();
+        self.stop.clear();
         self.blocks.clear();
         self.map.clear();
         self.front.fill((NO_KEY, NONE));
@@ -209,11 +218,9 @@ impl BlockCache {
                 end = BlockEnd::Undefined(addr);
                 break;
             }
-            if isa == Isa::T32 {
-                // Keeps IT blocks in step; the effective condition is in
-                // the per-instruction view (`Range::instructions`).
-                it.step(&insn);
-            }
+            // Keeps IT blocks in step; the effective condition is also in
+            // the per-instruction view (`Range::instructions`).
+            let in_it = isa == Isa::T32 && it.step(&insn) != isa_decode::Cond::Al;
             let waypoint = insn.is_waypoint_with(self.barriers);
             let class = if waypoint {
                 InsnClass::of(&insn)
@@ -232,6 +239,7 @@ impl BlockCache {
                 link,
                 ret,
                 cond,
+                conditional: cond || in_it,
                 target: insn.target.map(|t| (t.addr, t.isa)),
             });
             self.alone.push(Range {
@@ -253,6 +261,17 @@ impl BlockCache {
                 end = BlockEnd::Waypoint;
                 break;
             }
+        }
+        // (`stop` is as long as `arena` before the block, like `alone`.)
+        let mut left = 0u16;
+        self.stop.resize(self.arena.len(), 1);
+        for k in (first as usize..self.arena.len()).rev() {
+            left = if self.arena[k].conditional {
+                1
+            } else {
+                left + 1
+            };
+            self.stop[k] = left;
         }
         let b = self.blocks.len() as u32;
         self.blocks.push(Block {

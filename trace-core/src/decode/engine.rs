@@ -64,6 +64,27 @@ pub struct Engine {
     /// ETMv3: the last instruction, held back until the next packet says
     /// whether an exception cancelled it.
     pending: Option<Event>,
+    /// ETMv3: hand on runs of instructions as one range each (see
+    /// [`Engine::set_block_ranges`]).
+    block_ranges: bool,
+    /// ETMv3 by runs: `pending` is a run whose last instruction executed
+    /// and is not a waypoint, and the PC is the instruction after it: the
+    /// next P-header's first instructions go on with it.
+    open: bool,
+    /// ETMv3 by runs: `pending` without its last instruction (when it
+    /// has more than one), what an exception that cancels that
+    /// instruction leaves.
+    shrunk: Option<Event>,
+    /// ETMv3 by runs: the last instruction of the run in `pending`, its
+    /// index in the block cache's `alone` and in its block.
+    last_at: (u32, u32),
+    /// ETMv3 by runs: the cycles of that last instruction.
+    last_cycles: u32,
+    /// ETMv3 by runs: W atoms of P-headers since the open run in
+    /// `pending` (before its next instruction), and the first such
+    /// P-header's offset.
+    carry: u32,
+    carry_at: u64,
     last_offset: u64,
     ignored: u64,
     /// The PC was reached from this block's taken (true) or fall-through
@@ -141,6 +162,13 @@ impl Engine {
             vmid: None,
             rstack: ReturnStack::default(),
             pending: None,
+            block_ranges: false,
+            open: false,
+            shrunk: None,
+            last_at: (0, 0),
+            last_cycles: 0,
+            carry: 0,
+            carry_at: 0,
             last_offset: 0,
             ignored: 0,
             link: None,
@@ -342,9 +370,26 @@ impl Engine {
 
     #[inline]
     fn flush<F: FnMut(Event)>(&mut self, out: &mut F) {
+        self.open = false;
         if let Some(e) = self.pending.take() {
             out(e);
+            if self.carry > 0 {
+                let c = core::mem::take(&mut self.carry);
+                out(self.ev(self.carry_at, EventKind::CycleCount(c)));
+            }
         }
+    }
+
+    /// ETMv3: hand on each run of instructions inside one block (up to
+    /// and including a waypoint, a conditional instruction or one that
+    /// failed its condition, across P-headers while nothing else comes
+    /// between)
+    /// as one range with the cycles of its instructions summed, instead
+    /// of one range per instruction. The instructions, their order, what
+    /// each range says of its last instruction and the cycles' total are
+    /// the same; the instructions before a range's last one all executed.
+    pub(crate) fn set_block_ranges(&mut self, on: bool) {
+        self.block_ranges = on && self.flavor == Atoms::PerInstruction;
     }
 
     /// The trace ID its events are stamped with.
@@ -812,12 +857,20 @@ impl Engine {
             }
             Atoms::PerInstruction => {
                 if b.cancel {
-                    if let Some(Event {
-                        kind: EventKind::Range(r),
-                        ..
-                    }) = self.pending.take()
-                    {
-                        ret = Some(r.start);
+                    if self.carry > 0 {
+                        // Cycles came after the last instruction: one
+                        // range per instruction would have handed it on
+                        // already.
+                        self.flush(out);
+                    }
+                    self.open = false;
+                    match self.pending.take() {
+                        Some(e) if self.block_ranges => ret = Some(self.cancel_run(e, out)),
+                        Some(Event {
+                            kind: EventKind::Range(r),
+                            ..
+                        }) => ret = Some(r.start),
+                        _ => {}
                     }
                 }
                 self.flush(out);
@@ -960,7 +1013,7 @@ impl Engine {
     /// a block need no look at their atom: only a block's last
     /// instruction (its waypoint, when it has one) can move the PC
     /// elsewhere.
-    #[inline]
+    #[inline(always)]
     fn p_header<F: FnMut(Event)>(
         &mut self,
         offset: u64,
@@ -974,16 +1027,36 @@ impl Engine {
             None => (None, None, 0),
         };
         if count > 0 {
-            self.flush(out);
-            if let Some(pc) = self.pc {
+            if self.block_ranges {
+                if let Some(pc) = self.pc {
+                    self.walk_runs(offset, pc, count, executed, first, each, out);
+                } else {
+                    self.flush(out);
+                    if let Some(expected) = self.awaiting.take() {
+                        self.inconsistent(offset, Check::Atoms, expected, None, out);
+                    }
+                }
+            } else if let Some(pc) = self.pc {
+                self.flush(out);
                 self.walk_insns(offset, pc, count, executed, first, each, out);
-            } else if let Some(expected) = self.awaiting.take() {
-                self.inconsistent(offset, Check::Atoms, expected, None, out);
+            } else {
+                self.flush(out);
+                if let Some(expected) = self.awaiting.take() {
+                    self.inconsistent(offset, Check::Atoms, expected, None, out);
+                }
             }
         }
         if trailing > 0 {
-            self.flush(out);
-            out(self.ev(offset, EventKind::CycleCount(trailing)));
+            if self.open {
+                // Before the next instruction of the open run.
+                if self.carry == 0 {
+                    self.carry_at = offset;
+                }
+                self.carry = self.carry.saturating_add(trailing);
+            } else {
+                self.flush(out);
+                out(self.ev(offset, EventKind::CycleCount(trailing)));
+            }
         }
     }
 
@@ -1085,6 +1158,202 @@ impl Engine {
                 return;
             }
         }
+    }
+
+    /// [`Engine::walk_insns`] by runs (see [`Engine::set_block_ranges`]):
+    /// the instructions of a P-header from `pc` on, the first ones going
+    /// on with `pending` when that is open. The run under way is kept in
+    /// `pending` (where it stays at the end of the packet).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn walk_runs<F: FnMut(Event)>(
+        &mut self,
+        offset: u64,
+        mut pc: Pc,
+        count: u32,
+        executed: u16,
+        first: Option<u32>,
+        each: Option<u32>,
+        out: &mut F,
+    ) {
+        let mut extend = self.open;
+        if !extend {
+            self.flush(out);
+        }
+        self.open = false;
+        let mut i = 0u32;
+        loop {
+            let b = self.block_at(&mut pc);
+            let blk = self.cache.blocks[b as usize];
+            if pc.index >= blk.len {
+                self.flush(out);
+                self.block_error(offset, blk.end, pc.addr, pc.isa, out);
+                return;
+            }
+            // The atoms of this block's instructions from the PC on, up to
+            // the end of the packet: a run goes up to the first that
+            // failed its condition.
+            let n = (blk.len - pc.index).min(count - i);
+            let bits = u32::from(executed) >> i & ((1u32 << n) - 1);
+            let lead = (!bits).trailing_zeros();
+            let (mut run, mut exec) = if lead < n {
+                (lead + 1, false)
+            } else {
+                (n, true)
+            };
+            // A conditional instruction ends a run too: its outcome is
+            // then the range's own.
+            let base = (blk.first + pc.index) as usize;
+            let stop = u32::from(self.cache.stop[base]);
+            if stop < run {
+                run = stop;
+                exec = true;
+            }
+            let j = pc.index + run - 1;
+            let at = (blk.first + j) as usize;
+            let r = self.cache.alone[at];
+            let carried = core::mem::take(&mut self.carry);
+            let cycles = match (first, each) {
+                (Some(f), Some(e)) if i == 0 => Some(f + e * (run - 1) + carried),
+                (_, Some(e)) => Some(e * run),
+                _ => None,
+            };
+            self.last_cycles = match (first, each) {
+                (Some(f), _) if i + run == 1 => f + carried,
+                (_, Some(e)) => e,
+                _ => 0,
+            };
+            match &mut self.pending {
+                Some(Event {
+                    kind: EventKind::Range(p),
+                    ..
+                }) if extend => {
+                    if pc.index == 0 && run == 1 {
+                        // The instruction before the last is in another
+                        // block: kept for a cancel.
+                        self.shrunk = Some(Event {
+                            offset,
+                            id: self.id,
+                            kind: EventKind::Range(*p),
+                        });
+                    }
+                    p.end = r.end;
+                    p.count += run;
+                    p.last_size = r.last_size;
+                    p.last = r.last;
+                    p.link = r.link;
+                    p.ret = r.ret;
+                    p.cond = r.cond;
+                    p.executed = exec;
+                    // A source's ranges all have cycles or none.
+                    if let (Some(x), Some(y)) = (p.cycles.as_mut(), cycles) {
+                        *x = x.saturating_add(y);
+                    }
+                }
+                _ => {
+                    let start = self.cache.alone[(blk.first + pc.index) as usize].start;
+                    self.pending = Some(Event {
+                        offset,
+                        id: self.id,
+                        kind: EventKind::Range(Range {
+                            start,
+                            count: run,
+                            executed: exec,
+                            cycles,
+                            ..r
+                        }),
+                    });
+                }
+            }
+            self.last_at = (at as u32, j);
+            i += run;
+            pc.index = j + 1;
+            pc.addr = r.end;
+            let waypoint = j == blk.len - 1 && blk.end == BlockEnd::Waypoint;
+            // A run ends at a waypoint, a conditional instruction or a
+            // failed condition; one cut short by the end of a block that is
+            // not a waypoint goes on.
+            extend = exec && !waypoint && !self.cache.arena[at].conditional;
+            if !extend && i < count {
+                self.flush(out);
+            }
+            if j == blk.len - 1 {
+                let insn = &self.cache.arena[at];
+                if exec && insn.waypoint && (insn.target.is_some() || insn.indirect) {
+                    if let Some((addr, isa)) = insn.target {
+                        pc = Pc {
+                            addr,
+                            isa,
+                            block: blk.taken,
+                            index: 0,
+                        };
+                        self.link = Some((b, true));
+                    } else {
+                        // The target comes in the branch address packet,
+                        // before any more atoms.
+                        self.pc = None;
+                        if i < count {
+                            let at = insn.addr;
+                            self.inconsistent(offset, Check::Atoms, at, None, out);
+                        } else {
+                            self.awaiting = Some(insn.addr);
+                        }
+                        return;
+                    }
+                } else {
+                    pc = Pc {
+                        addr: insn.addr.wrapping_add(u32::from(insn.size)),
+                        isa: pc.isa,
+                        block: blk.fall,
+                        index: 0,
+                    };
+                    self.link = Some((b, false));
+                }
+            }
+            if i == count {
+                self.open = extend;
+                self.pc = Some(pc);
+                return;
+            }
+        }
+    }
+
+    /// ETMv3 by runs: an exception cancelled the last instruction of the
+    /// run in `pending`, whose last instruction's cycles were
+    /// `last_cycles`: hand on the rest of the run, if any; returns the
+    /// cancelled instruction's address.
+    #[cold]
+    fn cancel_run<F: FnMut(Event)>(&mut self, e: Event, out: &mut F) -> u32 {
+        let EventKind::Range(r) = e.kind else {
+            return 0;
+        };
+        let addr = r.end.wrapping_sub(u32::from(r.last_size));
+        let shrunk = self.shrunk.take();
+        if r.count > 1 {
+            let (at, j) = self.last_at;
+            let rest = if j > 0 {
+                let prev = (at as usize).checked_sub(1);
+                prev.and_then(|k| self.cache.alone.get(k)).map(|p| Event {
+                    kind: EventKind::Range(Range {
+                        start: r.start,
+                        count: r.count - 1,
+                        executed: true,
+                        cycles: r.cycles.map(|c| c.saturating_sub(self.last_cycles)),
+                        ..*p
+                    }),
+                    ..e
+                })
+            } else {
+                shrunk.map(|s| Event {
+                    offset: e.offset,
+                    ..s
+                })
+            };
+            if let Some(rest) = rest {
+                out(rest);
+            }
+        }
+        addr
     }
 }
 

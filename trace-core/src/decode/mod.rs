@@ -48,6 +48,9 @@ pub struct DecoderConfig {
     pub source: SourceConfig,
     /// DMB/DSB are waypoints (PTM ETMCCER bit 24).
     pub barrier_waypoints: bool,
+    /// ETMv3: one range per run of instructions rather than per
+    /// instruction (see [`DecoderConfig::with_block_ranges`]).
+    pub block_ranges: bool,
 }
 
 impl DecoderConfig {
@@ -59,7 +62,24 @@ impl DecoderConfig {
             id,
             source: *source,
             barrier_waypoints: false,
+            block_ranges: false,
         }
+    }
+
+    /// Same, with ETMv3's instructions handed on by runs: each run of
+    /// instructions inside one block, up to and including a waypoint, a
+    /// conditional instruction or an instruction that failed its
+    /// condition (across P-headers and their W atoms while no other
+    /// packet comes between), is one range with the cycles of its
+    /// instructions summed. The instructions and their order, what a
+    /// range says of its last instruction and the cycles' total are those
+    /// of one range per instruction (OpenCSD's elements, the default);
+    /// the instructions before a range's last one all executed. PTM
+    /// reports ranges by waypoints either way.
+    #[must_use]
+    pub fn with_block_ranges(mut self, on: bool) -> DecoderConfig {
+        self.block_ranges = on;
+        self
     }
 
     /// Same, with DMB/DSB waypoints set from an ETMCCER value as the
@@ -106,7 +126,7 @@ macro_rules! decode_state {
             /// The state of a fresh decoder of a source configured as
             /// `cfg`, and the engine it runs.
             fn new(cfg: &DecoderConfig, memory: Arc<dyn MemoryImage>) -> (DecodeState, Engine) {
-                match &cfg.source {
+                let (state, mut engine) = match &cfg.source {
                     $( SourceConfig::$var(c) => (
                         DecodeState::$var(<$imp>::decoding(c)),
                         Engine::new(
@@ -117,7 +137,9 @@ macro_rules! decode_state {
                             memory,
                         ),
                     ), )*
-                }
+                };
+                engine.set_block_ranges(cfg.block_ranges);
+                (state, engine)
             }
 
             /// Decode `packet` on `engine` (a packet of another protocol

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use trace_core::decode::op::{Branch, Sync, SyncReason, Target, TraceOp};
 use trace_core::decode::Decoder;
-use trace_core::event::{Check, Event, EventKind, Isa, TraceOnReason};
+use trace_core::event::{Check, Event, EventKind, Isa, Range, TraceOnReason};
 use trace_core::memory::{MemoryMap, Region, Space};
 
 /// Where [`A32`] is placed.
@@ -115,4 +115,90 @@ pub fn inconsistencies(ev: &[Event]) -> Vec<(u64, Check, u32, Option<u32>)> {
             _ => None,
         })
         .collect()
+}
+
+/// Check that `runs`, the events of an ETMv3 decode by runs
+/// (`DecoderConfig::with_block_ranges`), are `per`, the events of the same
+/// decode with one range per instruction, with runs of consecutive
+/// ranges merged: every other event equal and in the same place; each
+/// merged range the contiguous instructions of the ranges it stands for,
+/// at the first one's offset, all but the last executed, with the last
+/// one's description and the sum of their cycles, those of the cycle
+/// counts between them included; consecutive cycle counts may come as
+/// one, at the first one's offset. Returns how many ranges of `per` were
+/// merged into fewer.
+pub fn check_runs(per: &[Event], runs: &[Event]) -> usize {
+    let mut p = per.iter().peekable();
+    let mut merged = 0;
+    for e in runs {
+        let big = match e.kind {
+            EventKind::Range(r) => r,
+            EventKind::CycleCount(c) => {
+                let mut sum = 0;
+                while sum < c {
+                    let q = p.next().unwrap_or_else(|| panic!("{e:?}: cycles missing"));
+                    let EventKind::CycleCount(d) = q.kind else {
+                        panic!("{q:?} where {e:?} was expected");
+                    };
+                    if sum == 0 {
+                        assert_eq!(q.offset, e.offset, "{e:?}");
+                    }
+                    sum += d;
+                }
+                assert_eq!(sum, c, "{e:?}");
+                continue;
+            }
+            _ => {
+                assert_eq!(p.next(), Some(e), "events differ outside the ranges");
+                continue;
+            }
+        };
+        let (mut n, mut at, mut cycles, mut last) = (0u32, big.start, None::<u32>, None::<Range>);
+        while n < big.count {
+            let q = p
+                .next()
+                .unwrap_or_else(|| panic!("{e:?}: instructions missing"));
+            let r = match q.kind {
+                EventKind::Range(r) => r,
+                EventKind::CycleCount(c) if n > 0 => {
+                    cycles = Some(cycles.unwrap_or(0) + c);
+                    continue;
+                }
+                _ => panic!("{q:?} comes inside the run {e:?}"),
+            };
+            assert_eq!(
+                (q.id, r.start, r.isa, r.space),
+                (e.id, at, big.isa, big.space)
+            );
+            if n == 0 {
+                assert_eq!(
+                    q.offset, e.offset,
+                    "a run has its first instruction's offset"
+                );
+            }
+            if let Some(l) = last {
+                assert!(l.executed, "{e:?}: an instruction before the last failed");
+            }
+            if let Some(c) = r.cycles {
+                cycles = Some(cycles.unwrap_or(0) + c);
+            }
+            n += r.count;
+            at = r.end;
+            last = Some(r);
+        }
+        let l = last.expect("a range has instructions");
+        assert_eq!(n, big.count);
+        assert_eq!(
+            Range {
+                start: big.start,
+                count: big.count,
+                cycles,
+                ..l
+            },
+            big
+        );
+        merged += usize::from(big.count > 1);
+    }
+    assert_eq!(p.next(), None, "events left over");
+    merged
 }

@@ -860,9 +860,11 @@ fn decode_listing(
 ) -> Result<Totals, ExitCode> {
     let only = &args.input.source.trace_id;
     let by_id = images.by_id(capture);
+    // Counted but not listed: ETMv3's instructions by runs.
     let mut decoder = dec::decoder(capture, |name| images.of(name))
         .map_err(read_failure)?
         .options(jobs::decode_options())
+        .block_ranges(matches!(listing, Listing::None))
         .build();
     let summary = dec::run(
         capture,
