@@ -120,6 +120,8 @@ def main():
                 if e.name_iid not in names:
                     fail(f"packet {i}: name id {e.name_iid} not interned")
                 name = names[e.name_iid]
+            elif e.HasField("name"):
+                name = e.name
             stack = stacks[e.track_uuid]
             if e.type == TrackEvent.TYPE_SLICE_BEGIN:
                 if not name or t["kind"] == "counter":

@@ -91,6 +91,8 @@ mod proto {
     pub const EVENT_TYPE: u32 = 9;
     /// `TrackEvent.name_iid`.
     pub const EVENT_NAME_IID: u32 = 10;
+    /// `TrackEvent.name` (a name not interned).
+    pub const EVENT_NAME: u32 = 23;
     /// `TrackEvent.track_uuid`.
     pub const EVENT_TRACK_UUID: u32 = 11;
     /// `TrackEvent.counter_value`.
@@ -127,6 +129,13 @@ mod proto {
 
 /// The sequence ID of every packet this writer emits.
 const SEQUENCE_ID: u64 = 1;
+
+/// Names given as text (instants, slices by name) are interned up to this
+/// many; later new ones are written in their events: a trace that names
+/// every event differently (ITM text of damaged or random bytes) keeps
+/// the writer's memory bounded. Names from [`PerfettoWriter::name`]
+/// (function names) are always interned.
+const MAX_TEXT_NAMES: usize = 1 << 16;
 
 /// Track UUIDs are this base plus the track's index. Any 64-bit values
 /// unique in the trace will do, and every event names its track: small
@@ -480,11 +489,14 @@ impl<W: Write> PerfettoWriter<W> {
         self.slice_track(track, ts_ns)?;
         self.start_packet(true);
         wire::uint(&mut self.packet, proto::PACKET_TIMESTAMP, ts_ns);
-        let iid = self.intern(name);
+        let iid = self.intern_text(name);
         self.msg.clear();
         wire::uint(&mut self.msg, proto::EVENT_TYPE, proto::TYPE_INSTANT);
         wire::uint(&mut self.msg, proto::EVENT_TRACK_UUID, track.uuid());
-        wire::uint(&mut self.msg, proto::EVENT_NAME_IID, iid);
+        match iid {
+            Some(iid) => wire::uint(&mut self.msg, proto::EVENT_NAME_IID, iid),
+            None => wire::bytes(&mut self.msg, proto::EVENT_NAME, name.as_bytes()),
+        }
         self.inner.clear();
         wire::bytes(&mut self.inner, proto::ANNOTATION_NAME, b"count");
         wire::uint(&mut self.inner, proto::ANNOTATION_UINT, count);
@@ -709,13 +721,17 @@ impl<W: Write> PerfettoWriter<W> {
         let iid = match ev.name {
             EventName::None => None,
             EventName::Interned(n) => Some(n.0),
-            EventName::Text(n) => Some(self.intern(n)),
+            EventName::Text(n) => self.intern_text(n),
         };
         self.msg.clear();
         wire::uint(&mut self.msg, proto::EVENT_TYPE, ev.kind);
         wire::uint(&mut self.msg, proto::EVENT_TRACK_UUID, ev.track.uuid());
-        if let Some(iid) = iid {
-            wire::uint(&mut self.msg, proto::EVENT_NAME_IID, iid);
+        match (iid, ev.name) {
+            (Some(iid), _) => wire::uint(&mut self.msg, proto::EVENT_NAME_IID, iid),
+            (None, EventName::Text(n)) => {
+                wire::bytes(&mut self.msg, proto::EVENT_NAME, n.as_bytes());
+            }
+            (None, _) => {}
         }
         match ev.value {
             Some(CounterValue::Int(v)) => wire::int(&mut self.msg, proto::EVENT_COUNTER_VALUE, v),
@@ -738,6 +754,16 @@ impl<W: Write> PerfettoWriter<W> {
 
     /// The interning ID of `name`; a new name is added to the packet being
     /// built as interned data.
+    /// [`intern`](Self::intern) for a name given as text, unless
+    /// [`MAX_TEXT_NAMES`] are interned already and `name` is not one:
+    /// then `None`, and the event carries the name itself.
+    fn intern_text(&mut self, name: &str) -> Option<u64> {
+        if let Some(&iid) = self.names.get(name) {
+            return Some(iid);
+        }
+        (self.names.len() < MAX_TEXT_NAMES).then(|| self.intern(name))
+    }
+
     fn intern(&mut self, name: &str) -> u64 {
         if let Some(&iid) = self.names.get(name) {
             return iid;
@@ -829,5 +855,35 @@ mod tests {
         w.end_counted(t, 8, c, 2).expect("counted end");
         assert_eq!(w.open_slices(t), 2);
         assert!(!w.finish().expect("finish").is_empty());
+    }
+
+    /// Occurrences of `needle` in `hay`.
+    fn occurrences(hay: &[u8], needle: &[u8]) -> usize {
+        hay.windows(needle.len()).filter(|w| *w == needle).count()
+    }
+
+    #[test]
+    fn text_names_past_the_cap_are_written_in_their_events() {
+        let mut w = PerfettoWriter::new(Vec::new());
+        let t = w.track("t", None).expect("track");
+        let extra = 100;
+        for i in 0..MAX_TEXT_NAMES + extra {
+            w.instant(t, i as u64, &format!("port 1: <{i}>"))
+                .expect("instant");
+        }
+        // Names interned before the cap still are; later ones are not.
+        w.instant(t, 1 << 20, "port 1: <0>").expect("instant");
+        let last = format!("port 1: <{}>", MAX_TEXT_NAMES + extra - 1);
+        w.instant(t, 1 << 21, &last).expect("instant");
+        w.instant_counted(t, 1 << 22, &last, 3).expect("instant");
+        assert_eq!(w.names.len(), MAX_TEXT_NAMES);
+        let out = w.finish().expect("finish");
+        assert_eq!(occurrences(&out, b"port 1: <0>"), 1, "interned once");
+        assert_eq!(occurrences(&out, last.as_bytes()), 3, "in each event");
+        // Past the cap a name goes in `TrackEvent.name` (field 23, length
+        // delimited: tag 23 << 3 | 2 = 0xBA 0x01).
+        let mut inline = vec![0xBA, 0x01, last.len() as u8];
+        inline.extend_from_slice(last.as_bytes());
+        assert_eq!(occurrences(&out, &inline), 3);
     }
 }
