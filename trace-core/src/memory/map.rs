@@ -291,23 +291,48 @@ impl MemoryMap {
     /// The region that answers `addr` in `space`.
     #[must_use]
     pub fn region_at(&self, space: Space, addr: u32) -> Option<&Region> {
+        self.owner_at(space, addr).map(|(r, _)| r)
+    }
+
+    /// The region that answers `addr` in `space`, and where its answer
+    /// ends (a region added later may take over before the region ends).
+    fn owner_at(&self, space: Space, addr: u32) -> Option<(&Region, u64)> {
         let table = &self.tables()[space_slot(space)];
         let a = u64::from(addr);
         let at = table.partition_point(|&(start, _, _)| start <= a);
         let &(_, end, index) = table.get(at.checked_sub(1)?)?;
-        (a < end).then(|| &self.regions[index])
+        (a < end).then(|| (&self.regions[index], end))
     }
 }
 
 impl MemoryImage for MemoryMap {
     fn read(&self, space: Space, addr: u32, buf: &mut [u8]) -> usize {
-        let Some(region) = self.region_at(space, addr) else {
+        // Up to the end of the region that answers for `addr` (as a read
+        // of one region), each byte from the region that answers for it:
+        // one added later may overlap it.
+        let Some((first, _)) = self.owner_at(space, addr) else {
             return 0;
         };
-        let from = (addr - region.base) as usize;
-        let src = &region.bytes()[from..];
-        let n = src.len().min(buf.len());
-        buf[..n].copy_from_slice(&src[..n]);
+        let len = first.bytes().len() - (addr - first.base) as usize;
+        let want = buf.len().min(len);
+        let mut n = 0;
+        while n < want {
+            let Some(at) = u32::try_from(u64::from(addr) + n as u64).ok() else {
+                break;
+            };
+            let Some((region, end)) = self.owner_at(space, at) else {
+                break;
+            };
+            let from = (at - region.base) as usize;
+            let owned = usize::try_from(end - u64::from(at)).unwrap_or(usize::MAX);
+            let src = &region.bytes()[from..];
+            let k = src.len().min(owned).min(want - n);
+            if k == 0 {
+                break;
+            }
+            buf[n..n + k].copy_from_slice(&src[..k]);
+            n += k;
+        }
         n
     }
 
@@ -354,6 +379,10 @@ mod tests {
         assert_eq!(b[0], 3, "the region added last wins");
         m.read(Space::Secure, 9, &mut b);
         assert_eq!(b[0], 1);
+        // A read across the later region takes each byte from its owner.
+        let mut w = [0u8; 8];
+        assert_eq!(m.read(Space::NonSecure, 2, &mut w), 8);
+        assert_eq!(w, [2, 2, 3, 3, 3, 3, 2, 2]);
     }
 
     /// The byte at `addr` by brute force: the last-added region of a
@@ -391,6 +420,13 @@ mod tests {
                 let mut b = [0u8; 1];
                 let got = (m.read(access, addr, &mut b) == 1).then_some(b[0]);
                 assert_eq!(got, naive(&all, access, addr), "{access:?} {addr:#x}");
+                // Four bytes at once: each its owner's.
+                let mut w = [0u8; 4];
+                let n = m.read(access, addr, &mut w);
+                let want: Vec<u8> = (0..n as u32)
+                    .filter_map(|k| naive(&all, access, addr + k))
+                    .collect();
+                assert_eq!(&w[..n], &want[..], "{access:?} {addr:#x} ×4");
             }
         }
     }
