@@ -1,7 +1,7 @@
 //! The decompression engine: runs [`TraceOp`]s against a memory image
 //! (PFT v1.1 B.3.2 for PTM, one atom per instruction for ETMv3).
 
-use super::block::{BlockCache, BlockEnd, CInsn, NONE};
+use super::block::{Block, BlockCache, BlockEnd, CInsn, NONE};
 use super::op::{Atoms, Branch, InsnAtoms, Sync, SyncReason, Target, TraceOp};
 use super::rstack::{self, ReturnStack};
 use crate::event::{Check, Context, Event, EventKind, GapReason, Isa, Range, TraceOnReason};
@@ -1121,43 +1121,65 @@ impl Engine {
                 }
             }
             let exec = emit(i, &alone[tail as usize], &mut self.pending);
-            let insn = &self.cache.arena[span][tail as usize];
+            let insn = self.cache.arena[span][tail as usize];
             i += 1;
-            if exec && insn.waypoint && (insn.target.is_some() || insn.indirect) {
-                if let Some((addr, isa)) = insn.target {
-                    pc = Pc {
-                        addr,
-                        isa,
-                        block: blk.taken,
-                        index: 0,
-                    };
-                    self.link = Some((b, true));
-                } else {
-                    // The target comes in the branch address packet,
-                    // before any more atoms.
-                    self.pc = None;
-                    if i < count {
-                        let at = insn.addr;
-                        self.inconsistent(offset, Check::Atoms, at, None, out);
-                    } else {
-                        self.awaiting = Some(insn.addr);
-                    }
-                    return;
-                }
-            } else {
-                pc = Pc {
-                    addr: insn.addr.wrapping_add(u32::from(insn.size)),
-                    isa: pc.isa,
-                    block: blk.fall,
-                    index: 0,
-                };
-                self.link = Some((b, false));
+            match self.leave_block(offset, b, &blk, &insn, pc.isa, exec, i < count, out) {
+                Some(next) => pc = next,
+                None => return,
             }
             if i == count {
                 self.pc = Some(pc);
                 return;
             }
         }
+    }
+
+    /// ETMv3: where the flow goes after `insn`, the last instruction of
+    /// block `b` (`blk`), whose atom was `exec`: its taken target or the
+    /// instruction after it, with the link to make to that block. `None`
+    /// when the target of an executed indirect branch is to come in the
+    /// branch address packet: then the engine waits for it, or, with
+    /// `more` atoms in the packet, reports the trace inconsistent.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn leave_block<F: FnMut(Event)>(
+        &mut self,
+        offset: u64,
+        b: u32,
+        blk: &Block,
+        insn: &CInsn,
+        isa: Isa,
+        exec: bool,
+        more: bool,
+        out: &mut F,
+    ) -> Option<Pc> {
+        if exec && insn.waypoint && (insn.target.is_some() || insn.indirect) {
+            if let Some((addr, isa)) = insn.target {
+                self.link = Some((b, true));
+                return Some(Pc {
+                    addr,
+                    isa,
+                    block: blk.taken,
+                    index: 0,
+                });
+            }
+            // The target comes in the branch address packet, before any
+            // more atoms.
+            self.pc = None;
+            if more {
+                self.inconsistent(offset, Check::Atoms, insn.addr, None, out);
+            } else {
+                self.awaiting = Some(insn.addr);
+            }
+            return None;
+        }
+        self.link = Some((b, false));
+        Some(Pc {
+            addr: insn.addr.wrapping_add(u32::from(insn.size)),
+            isa,
+            block: blk.fall,
+            index: 0,
+        })
     }
 
     /// [`Engine::walk_insns`] by runs (see [`Engine::set_block_ranges`]):
@@ -1278,36 +1300,10 @@ impl Engine {
                 self.flush(out);
             }
             if j == blk.len - 1 {
-                let insn = &self.cache.arena[at];
-                if exec && insn.waypoint && (insn.target.is_some() || insn.indirect) {
-                    if let Some((addr, isa)) = insn.target {
-                        pc = Pc {
-                            addr,
-                            isa,
-                            block: blk.taken,
-                            index: 0,
-                        };
-                        self.link = Some((b, true));
-                    } else {
-                        // The target comes in the branch address packet,
-                        // before any more atoms.
-                        self.pc = None;
-                        if i < count {
-                            let at = insn.addr;
-                            self.inconsistent(offset, Check::Atoms, at, None, out);
-                        } else {
-                            self.awaiting = Some(insn.addr);
-                        }
-                        return;
-                    }
-                } else {
-                    pc = Pc {
-                        addr: insn.addr.wrapping_add(u32::from(insn.size)),
-                        isa: pc.isa,
-                        block: blk.fall,
-                        index: 0,
-                    };
-                    self.link = Some((b, false));
+                let insn = self.cache.arena[at];
+                match self.leave_block(offset, b, &blk, &insn, pc.isa, exec, i < count, out) {
+                    Some(next) => pc = next,
+                    None => return,
                 }
             }
             if i == count {
