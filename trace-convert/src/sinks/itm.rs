@@ -21,7 +21,13 @@
 //!
 //! The console holds each port's text: with one port used, the text as
 //! written; with several, each line prefixed by its port (`[port 1]
-//! Sorting`), in the order the lines ended.
+//! Sorting`), in the order the lines ended. A carriage return that does
+//! not end a line, a vertical tab and a form feed are written as `\r`,
+//! `\u{b}` and `\u{c}` (the only control characters ITM text can hold
+//! besides newline and tab), so that no line hides another on a terminal.
+//! Lines are held until the end, where the prefixes are decided, up to
+//! [`CONSOLE_HELD`] bytes; past that (a long stream), they are written as
+//! they end, prefixed once a second port has been seen.
 
 use crate::fast_map::FastMap;
 use crate::sinks::{EventCtx, Flow, Interest, NoParts, Output, RunInfo, Sink, ThreadKey};
@@ -199,6 +205,10 @@ fn port_line(port: u32, line: &mut Vec<u8>) -> String {
     format!("port {port}: {text}")
 }
 
+/// The bytes of complete lines the console holds before it writes them as
+/// they end.
+pub const CONSOLE_HELD: usize = 16 << 20;
+
 /// The stimulus-port console (`--itm-text FILE`): see the
 /// [module](self) docs.
 #[derive(Debug)]
@@ -206,8 +216,16 @@ pub struct ItmTextSink<W: Output> {
     out: W,
     /// Complete lines in the order they ended: port and text.
     done: Vec<(u32, Vec<u8>)>,
+    /// Their bytes.
+    held: usize,
+    /// Past [`CONSOLE_HELD`]: lines are written as they end.
+    streaming: bool,
+    /// The ports whose lines were written or held.
+    ports: std::collections::BTreeSet<u32>,
     /// Per port, the line under way.
     open: BTreeMap<u32, Vec<u8>>,
+    /// A line written escaped.
+    scratch: Vec<u8>,
 }
 
 impl<W: Output> ItmTextSink<W> {
@@ -216,23 +234,71 @@ impl<W: Output> ItmTextSink<W> {
         ItmTextSink {
             out,
             done: Vec::new(),
+            held: 0,
+            streaming: false,
+            ports: std::collections::BTreeSet::new(),
             open: BTreeMap::new(),
+            scratch: Vec::new(),
         }
     }
 
-    fn take(&mut self, event: &Event) {
+    fn take(&mut self, event: &Event) -> io::Result<()> {
         if let EventKind::Stimulus { port, value, size } = event.kind {
             let Some(bytes) = stimulus_text(value, size) else {
-                return;
+                return Ok(());
             };
-            let line = self.open.entry(port).or_default();
             for b in bytes {
+                let line = self.open.entry(port).or_default();
                 line.push(b);
                 if b == b'\n' {
-                    self.done.push((port, std::mem::take(line)));
+                    let line = std::mem::take(line);
+                    self.ports.insert(port);
+                    if self.streaming {
+                        self.write_line(port, &line, self.ports.len() > 1)?;
+                    } else {
+                        self.held += line.len();
+                        self.done.push((port, line));
+                        if self.held > CONSOLE_HELD {
+                            self.flush_held()?;
+                        }
+                    }
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Write the lines held so far and go on writing lines as they end.
+    fn flush_held(&mut self) -> io::Result<()> {
+        self.streaming = true;
+        let several = self.ports.len() > 1;
+        for (port, line) in std::mem::take(&mut self.done) {
+            self.write_line(port, &line, several)?;
+        }
+        self.held = 0;
+        Ok(())
+    }
+
+    /// Write `line` of `port`, prefixed by its port when `several`.
+    fn write_line(&mut self, port: u32, line: &[u8], several: bool) -> io::Result<()> {
+        if several {
+            write!(self.out, "[port {port}] ")?;
+        }
+        self.scratch.clear();
+        for (i, &b) in line.iter().enumerate() {
+            match b {
+                b'\r' if line.get(i + 1) == Some(&b'\n') => self.scratch.push(b),
+                b'\r' => self.scratch.extend_from_slice(b"\\r"),
+                0x0B => self.scratch.extend_from_slice(b"\\u{b}"),
+                0x0C => self.scratch.extend_from_slice(b"\\u{c}"),
+                _ => self.scratch.push(b),
+            }
+        }
+        self.out.write_all(&self.scratch)?;
+        if several && line.last() != Some(&b'\n') {
+            self.out.write_all(b"\n")?;
+        }
+        Ok(())
     }
 }
 
@@ -249,47 +315,31 @@ impl<W: Output> Sink for ItmTextSink<W> {
 
     fn events(&mut self, events: &[Event]) -> io::Result<Flow> {
         for e in events {
-            self.take(e);
+            self.take(e)?;
         }
         Ok(Flow::Continue)
     }
 
     fn event(&mut self, event: &Event, _ctx: &EventCtx<'_>) -> io::Result<Flow> {
-        self.take(event);
+        self.take(event)?;
         Ok(Flow::Continue)
     }
 
     fn finish(&mut self, _info: &RunInfo) -> io::Result<()> {
-        let ports: std::collections::BTreeSet<u32> = self
-            .done
-            .iter()
-            .map(|(p, _)| *p)
-            .chain(
-                self.open
-                    .iter()
-                    .filter(|(_, l)| !l.is_empty())
-                    .map(|(p, _)| *p),
-            )
-            .collect();
-        let several = ports.len() > 1;
         let rest: Vec<(u32, Vec<u8>)> = std::mem::take(&mut self.open)
             .into_iter()
             .filter(|(_, l)| !l.is_empty())
             .collect();
-        for (port, line) in self.done.iter().chain(&rest) {
-            if several {
-                write!(self.out, "[port {port}] ")?;
-            }
-            self.out.write_all(line)?;
-            if several && line.last() != Some(&b'\n') {
-                self.out.write_all(b"\n")?;
-            }
+        self.ports.extend(rest.iter().map(|(p, _)| *p));
+        let several = self.ports.len() > 1;
+        for (port, line) in std::mem::take(&mut self.done).into_iter().chain(rest) {
+            self.write_line(port, &line, several)?;
         }
         self.out.complete()
     }
 
     fn notes(&self) -> Vec<String> {
-        if self.done.is_empty() && self.open.values().all(Vec::is_empty) {
+        if self.ports.is_empty() && self.open.values().all(Vec::is_empty) {
             vec!["no stimulus-port text in the trace (ITM sources: --protocol itm or --itm-trace-id)".to_owned()]
         } else {
             Vec::new()
@@ -377,6 +427,64 @@ mod tests {
                 Mark::Instant("port 1: S".into()),
                 Mark::Instant("port 1: 0x000000eb".into()),
             ]
+        );
+    }
+
+    fn stimulus(port: u32, text: &[u8]) -> Vec<Event> {
+        text.iter()
+            .map(|&b| {
+                ev(EventKind::Stimulus {
+                    port,
+                    value: u32::from(b),
+                    size: 1,
+                })
+            })
+            .collect()
+    }
+
+    fn console(events: &[Event]) -> String {
+        let buf = crate::sinks::SharedBuffer::new();
+        let mut sink = ItmTextSink::new(buf.clone());
+        assert!(matches!(
+            sink.events(events).expect("events"),
+            Flow::Continue
+        ));
+        sink.finish(&RunInfo::default()).expect("finish");
+        drop(sink);
+        String::from_utf8(buf.bytes()).expect("UTF-8")
+    }
+
+    /// A carriage return that does not end a line, a vertical tab and a
+    /// form feed reach the console escaped; CRLF, tabs and backslashes
+    /// stay as written.
+    #[test]
+    fn console_escapes_what_would_hide_a_line() {
+        let text = console(&stimulus(0, b"ok\r\nsecret\rfake\x0b\x0c\tC:\\x\n"));
+        assert_eq!(text, "ok\r\nsecret\\rfake\\u{b}\\u{c}\tC:\\x\n");
+    }
+
+    /// Past what the console holds, lines are written as they end; the
+    /// text is the same, prefixed once a second port is seen.
+    #[test]
+    fn a_long_console_is_written_as_it_goes() {
+        let line = b"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\n";
+        let lines = CONSOLE_HELD / line.len() + 2;
+        let mut events = Vec::new();
+        for _ in 0..lines {
+            events.extend(stimulus(0, line));
+        }
+        events.extend(stimulus(3, b"other\n"));
+        events.extend(stimulus(0, b"last\n"));
+        let text = console(&events);
+        let want = format!(
+            "{}[port 3] other\n[port 0] last\n",
+            std::str::from_utf8(line).expect("text").repeat(lines)
+        );
+        assert!(
+            text == want,
+            "{} bytes, {} expected",
+            text.len(),
+            want.len()
         );
     }
 }
