@@ -383,9 +383,8 @@ impl Engine {
     /// ETMv3: hand on each run of instructions inside one block (up to
     /// and including a waypoint, a conditional instruction or one that
     /// failed its condition, across P-headers while nothing else comes
-    /// between)
-    /// as one range with the cycles of its instructions summed, instead
-    /// of one range per instruction. The instructions, their order, what
+    /// between) as one range with the cycles of its instructions summed,
+    /// instead of one range per instruction. The instructions, their order, what
     /// each range says of its last instruction and the cycles' total are
     /// the same; the instructions before a range's last one all executed.
     pub(crate) fn set_block_ranges(&mut self, on: bool) {
