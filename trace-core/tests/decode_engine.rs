@@ -477,6 +477,53 @@ fn etm_cancel_keeps_the_rest_of_a_run() {
 }
 
 #[test]
+fn etm_cancel_keeps_the_cycles_before_the_cancelled_instruction() {
+    // MOV, then a W atom alone after it (trailing), then ADD, cancelled:
+    // one range per instruction hands on MOV and the cycle count before
+    // the ADD comes; by runs MOV and ADD are one run until the cancel,
+    // which must leave MOV and the cycle count.
+    let ops = [
+        isync(0x1000, Isa::A32),
+        TraceOp::InsnAtoms(InsnAtoms {
+            count: 1,
+            executed: 0b1,
+            cycles: Some((0, 0, 1)),
+        }),
+        TraceOp::InsnAtoms(InsnAtoms {
+            count: 1,
+            executed: 0b1,
+            cycles: Some((2, 0, 0)),
+        }),
+        TraceOp::Branch(Branch {
+            target: Target {
+                addr: 0x18,
+                isa: Some(Isa::A32),
+            },
+            bits: 32,
+            exception: 14,
+            cancel: true,
+            ns: None,
+            hyp: None,
+            cycles: None,
+        }),
+    ];
+    let per = run(&mut etm(), &ops);
+    let runs = run(&mut etm_runs(), &ops);
+    let got: Vec<_> = ranges(&runs)
+        .iter()
+        .map(|r| (r.start, r.count, r.cycles))
+        .collect();
+    assert_eq!(got, [(0x1000, 1, Some(0))]);
+    assert!(runs.iter().any(|e| e.kind == EventKind::CycleCount(1)));
+    assert!(runs.iter().any(|e| e.kind
+        == EventKind::Exception {
+            number: 14,
+            ret: Some(0x1004)
+        }));
+    check_runs(&per, &runs);
+}
+
+#[test]
 fn etm_lsip_isync_implies_the_data_instruction() {
     // LSiP: the data instruction at the I-sync address (the ADD at 0x1004)
     // executed; tracing continues at the LSiP address (0x1008).

@@ -78,8 +78,10 @@ pub struct Engine {
     /// ETMv3 by runs: the last instruction of the run in `pending`, its
     /// index in the block cache's `alone` and in its block.
     last_at: (u32, u32),
-    /// ETMv3 by runs: the cycles of that last instruction.
+    /// ETMv3 by runs: the cycles of that last instruction, and of those
+    /// the W atoms of earlier P-headers it took in (`carry`).
     last_cycles: u32,
+    last_carried: u32,
     /// ETMv3 by runs: W atoms of P-headers since the open run in
     /// `pending` (before its next instruction), and the first such
     /// P-header's offset.
@@ -167,6 +169,7 @@ impl Engine {
             shrunk: None,
             last_at: (0, 0),
             last_cycles: 0,
+            last_carried: 0,
             carry: 0,
             carry_at: 0,
             last_offset: 0,
@@ -1244,6 +1247,7 @@ impl Engine {
                 (_, Some(e)) => e,
                 _ => 0,
             };
+            self.last_carried = if i + run == 1 { carried } else { 0 };
             match &mut self.pending {
                 Some(Event {
                     kind: EventKind::Range(p),
@@ -1346,6 +1350,13 @@ impl Engine {
             };
             if let Some(rest) = rest {
                 out(rest);
+            }
+            // The W atoms that came before the cancelled instruction in
+            // P-headers of their own stay, as one range per instruction
+            // hands them on.
+            if self.last_carried > 0 {
+                let c = core::mem::take(&mut self.last_carried);
+                out(self.ev(self.carry_at, EventKind::CycleCount(c)));
             }
         }
         addr
