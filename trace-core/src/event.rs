@@ -347,23 +347,9 @@ impl ExceptionAction {
 pub struct MExceptionName(pub u16);
 
 impl core::fmt::Display for MExceptionName {
+    /// The names of the ITM packets' exception numbers (one table for both).
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let name = match self.0 {
-            0 => "Thread",
-            1 => "Reset",
-            2 => "NMI",
-            3 => "HardFault",
-            4 => "MemManage",
-            5 => "BusFault",
-            6 => "UsageFault",
-            11 => "SVCall",
-            12 => "DebugMonitor",
-            14 => "PendSV",
-            15 => "SysTick",
-            n @ 16.. => return write!(f, "IRQ {}", n - 16),
-            n => return write!(f, "exception {n}"),
-        };
-        f.write_str(name)
+        core::fmt::Display::fmt(&itm_packets::ExceptionName(self.0), f)
     }
 }
 
