@@ -620,6 +620,19 @@ impl Symbolizer {
         self.function_index(addr).map(|i| &self.functions[i])
     }
 
+    /// The name a PC sample counts under: the function holding `pc`
+    /// ([`hex_name`] when no symbol covers it), `[sleep]` for a sample of
+    /// a processor asleep (`None`).
+    #[must_use]
+    pub fn sample_name(&self, pc: Option<u32>) -> String {
+        match pc {
+            None => "[sleep]".to_owned(),
+            Some(pc) => self
+                .function(pc)
+                .map_or_else(|| hex_name(pc), |f| f.name.clone()),
+        }
+    }
+
     /// A function starts exactly at `addr`.
     #[must_use]
     pub fn is_entry(&self, addr: u32) -> bool {

@@ -155,13 +155,7 @@ impl FoldedStacks {
     #[inline(never)]
     fn sample(&mut self, pc: Option<u32>, ctx: &EventCtx<'_>) {
         let root = self.thread_node(ctx.thread, ctx);
-        let name = match pc {
-            None => "[sleep]".to_owned(),
-            Some(pc) => ctx
-                .symbols
-                .function(pc)
-                .map_or_else(|| crate::symbols::hex_name(pc), |f| f.name.clone()),
-        };
+        let name = ctx.symbols.sample_name(pc);
         let label = match self.sample_labels.get(&name) {
             Some(&l) => l,
             None => {

@@ -192,13 +192,7 @@ impl ReportTable {
     /// when no symbol covers it, `[sleep]` for a processor asleep).
     #[inline(never)]
     fn sample(&mut self, pc: Option<u32>, ctx: &EventCtx<'_>) {
-        let name = match pc {
-            None => "[sleep]".to_owned(),
-            Some(pc) => ctx
-                .symbols
-                .function(pc)
-                .map_or_else(|| crate::symbols::hex_name(pc), |f| f.name.clone()),
-        };
+        let name = ctx.symbols.sample_name(pc);
         let r = self.row_named(&name);
         if let Some(row) = self.rows.get_mut(r) {
             row.samples += 1;
