@@ -14,6 +14,42 @@ pub use rng::Rng;
 
 use std::path::{Path, PathBuf};
 
+/// Whether `program` runs with `args` and exits with success.
+#[must_use]
+pub fn runs(program: &str, args: &[&str]) -> bool {
+    std::process::Command::new(program)
+        .args(args)
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// What a test does without something it needs (`what`, with how to get
+/// it): says it is skipped and returns `false`.
+///
+/// # Panics
+///
+/// When the `CI` environment variable is set: CI installs everything.
+#[must_use]
+pub fn missing(what: &str) -> bool {
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{what} is required when CI is set"
+    );
+    eprintln!("skipping: {what} not available");
+    false
+}
+
+/// Whether the tool `program` runs (checked with `args`, such as
+/// `--version`); when it does not, as [`missing`] with `what`.
+///
+/// # Panics
+///
+/// As [`missing`].
+#[must_use]
+pub fn tool(program: &str, args: &[&str], what: &str) -> bool {
+    runs(program, args) || missing(what)
+}
+
 /// The repository root (this crate lives one level below it).
 #[must_use]
 pub fn repo_root() -> PathBuf {

@@ -14,18 +14,7 @@ const SAMPLES_PER_BIT: usize = 4;
 /// When it cannot and the `CI` environment variable is set.
 #[must_use]
 pub fn present() -> bool {
-    let ok = Command::new("sigrok-cli")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "sigrok-cli is not installed and CI is set"
-        );
-        eprintln!("skipping: sigrok-cli not found");
-    }
-    ok
+    crate::tool("sigrok-cli", &["--version"], "sigrok-cli")
 }
 
 /// The bytes as an 8N1 UART signal, one sample byte per sample, with

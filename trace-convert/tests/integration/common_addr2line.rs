@@ -14,20 +14,11 @@ pub const TOOL: &str = "arm-none-eabi-addr2line";
 /// Whether the tool runs; when it does not, print why the test is
 /// skipped, and fail under CI (env `CI` set).
 pub fn available(test: &str) -> bool {
-    let ok = Command::new(TOOL)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{test}: {TOOL} is required under CI (apt-get install binutils-arm-none-eabi)"
-        );
-        eprintln!("{test}: skipped: {TOOL} not found (apt-get install binutils-arm-none-eabi)");
-    }
-    ok
+    test_support::tool(
+        TOOL,
+        &["--version"],
+        &format!("{test}: {TOOL} (apt-get install binutils-arm-none-eabi)"),
+    )
 }
 
 /// What the tool prints for `addrs` (one per line on its input) with the

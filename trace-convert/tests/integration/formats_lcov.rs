@@ -15,18 +15,7 @@ use trace_core::event::{Event, EventKind, InsnClass, Isa, Range};
 use trace_core::memory::{MemoryImage, MemoryMap, Region, Space};
 
 fn genhtml_available() -> bool {
-    let ok = Command::new("genhtml")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "genhtml is missing and CI is set"
-        );
-        eprintln!("skipping: genhtml (package lcov) not available");
-    }
-    ok
+    test_support::tool("genhtml", &["--version"], "genhtml (package lcov)")
 }
 
 fn temp_dir(name: &str) -> PathBuf {
