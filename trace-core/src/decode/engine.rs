@@ -1029,20 +1029,22 @@ impl Engine {
             None => (None, None, 0),
         };
         if count > 0 {
-            match self.pc {
-                // By runs, an open run in `pending` goes on.
-                Some(pc) if self.block_ranges => {
+            if self.block_ranges {
+                if let Some(pc) = self.pc {
                     self.walk_runs(offset, pc, count, executed, first, each, out);
-                }
-                Some(pc) => {
-                    self.flush(out);
-                    self.walk_insns(offset, pc, count, executed, first, each, out);
-                }
-                None => {
+                } else {
                     self.flush(out);
                     if let Some(expected) = self.awaiting.take() {
                         self.inconsistent(offset, Check::Atoms, expected, None, out);
                     }
+                }
+            } else if let Some(pc) = self.pc {
+                self.flush(out);
+                self.walk_insns(offset, pc, count, executed, first, each, out);
+            } else {
+                self.flush(out);
+                if let Some(expected) = self.awaiting.take() {
+                    self.inconsistent(offset, Check::Atoms, expected, None, out);
                 }
             }
         }
