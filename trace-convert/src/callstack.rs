@@ -404,14 +404,19 @@ impl Thread {
     /// the depth bound, and the flow goes on sequentially from the range
     /// before, or a branch lands inside the innermost real frame's
     /// function, to no return address on the stack.
+    /// Without symbols (`calls`: the filter of the call targets, see
+    /// [`Shared::calls`]), a branch to no address some call went to is no
+    /// tail call either.
     #[inline(always)]
-    fn goes_on_quietly(&self, target: u32) -> bool {
+    fn goes_on_quietly(&self, target: u32, calls: Option<&CallFilter>) -> bool {
         let q = self.quick;
         q.open
             && match self.pending {
                 Pending::None => self.prev_end == Some(target),
                 Pending::Branch => {
-                    (q.entry == target || (q.fn_lo <= target && target < q.fn_hi))
+                    (q.entry == target
+                        || (q.fn_lo <= target && target < q.fn_hi)
+                        || calls.is_some_and(|c| !c.may_hold(target)))
                         && !self.returns_to(target)
                 }
                 _ => false,
@@ -451,6 +456,34 @@ fn ret_bit(addr: u32) -> u64 {
     1 << (((addr >> 1) ^ (addr >> 7)) % 64)
 }
 
+/// A filter of the addresses calls went to ([`Shared::call_targets`]): an
+/// address whose bit is clear is none of them.
+#[derive(Debug, Default)]
+struct CallFilter([u64; 4]);
+
+impl CallFilter {
+    /// The word and bit of `addr`.
+    #[inline(always)]
+    fn at(addr: u32) -> (usize, u64) {
+        let h = (addr >> 1).wrapping_mul(0x9E37_79B1) >> 24;
+        ((h as usize >> 6) & 3, 1 << (h & 63))
+    }
+
+    fn add(&mut self, addr: u32) {
+        let (w, bit) = CallFilter::at(addr);
+        if let Some(word) = self.0.get_mut(w) {
+            *word |= bit;
+        }
+    }
+
+    /// Whether some call may have gone to `addr`.
+    #[inline(always)]
+    fn may_hold(&self, addr: u32) -> bool {
+        let (w, bit) = CallFilter::at(addr);
+        self.0.get(w).is_none_or(|word| word & bit != 0)
+    }
+}
+
 /// The call stacks of every thread.
 #[derive(Debug)]
 pub struct CallStacks {
@@ -476,6 +509,11 @@ pub struct CallStacks {
 struct Shared {
     names: Names,
     call_targets: FastSet<u32>,
+    /// The filter of `call_targets`, read by the short path when there are
+    /// no symbols ([`Shared::calls`]).
+    call_filter: CallFilter,
+    /// No symbols: a branch is a tail call only to a call target.
+    no_symbols: bool,
     /// The function last found by `function_of`: start, end, index.
     fn_cache: Option<(u32, u32, usize)>,
     max_depth: usize,
@@ -505,6 +543,8 @@ impl CallStacks {
             shared: Shared {
                 names: Names::default(),
                 call_targets: FastSet::default(),
+                call_filter: CallFilter::default(),
+                no_symbols: false,
                 fn_cache: None,
                 max_depth: max_depth.max(1),
                 stats: StackStats::default(),
@@ -547,7 +587,7 @@ impl CallStacks {
 
     /// The stack of `thread`, outermost first.
     #[must_use]
-    #[inline]
+    #[inline(always)]
     pub fn stack(&self, thread: ThreadKey) -> &[Frame] {
         let cur = self.current_slot[usize::from(thread.id)];
         let i = if self.keys.get(cur) == Some(&thread) {
@@ -755,7 +795,8 @@ impl CallStacks {
             return false;
         };
         let target = r.start;
-        let quiet = t.lo <= target && r.end <= t.hi && t.goes_on_quietly(target);
+        let calls = self.shared.calls();
+        let quiet = t.lo <= target && r.end <= t.hi && t.goes_on_quietly(target, calls);
         if !quiet {
             return false;
         }
@@ -773,7 +814,7 @@ impl CallStacks {
     pub fn goes_on(&self, id: u8, target: u32) -> bool {
         self.threads
             .get(self.current_slot[usize::from(id)])
-            .is_some_and(|t| t.goes_on_quietly(target))
+            .is_some_and(|t| t.goes_on_quietly(target, self.shared.calls()))
     }
 
     /// [`apply`](Self::apply) at clock ticks `time` for a range of trace
@@ -795,7 +836,7 @@ impl CallStacks {
     ) -> Option<ThreadKey> {
         let slot = self.current_slot[usize::from(id)];
         let t = self.threads.get_mut(slot)?;
-        if !t.goes_on_quietly(r.start) {
+        if !t.goes_on_quietly(r.start, self.shared.calls()) {
             return None;
         }
         let scope = symbols.inline_scope(r.start);
@@ -834,6 +875,7 @@ impl CallStacks {
         let Some(t) = self.threads.get_mut(slot) else {
             return key;
         };
+        self.shared.no_symbols = symbols.is_empty();
         self.shared.apply(t, &event.kind, time, symbols);
         t.quick = self.shared.quick(t, symbols);
         key
@@ -854,6 +896,13 @@ impl CallStacks {
 }
 
 impl Shared {
+    /// The filter of the call targets when there are no symbols (a branch
+    /// is then a tail call only to one of them), else `None`.
+    #[inline(always)]
+    fn calls(&self) -> Option<&CallFilter> {
+        self.no_symbols.then_some(&self.call_filter)
+    }
+
     #[inline]
     fn apply(&mut self, t: &mut Thread, kind: &EventKind, time: u64, symbols: &Symbolizer) {
         match kind {
@@ -1031,6 +1080,7 @@ impl Shared {
             Pending::Call { ret } => {
                 self.stats.calls += 1;
                 self.call_targets.insert(target);
+                self.call_filter.add(target);
                 let f = self.code_frame(FrameKind::Call, target, Some(ret), time, symbols);
                 self.push(t, f);
             }
@@ -1369,6 +1419,43 @@ mod tests {
             assert_eq!(s.closed().len(), 1, "quick: {quick}");
             assert_eq!(s.stack(k).len(), 1);
         }
+    }
+
+    #[test]
+    fn without_symbols_a_branch_to_no_call_target_stays_quick() {
+        // Without symbols a branch is a tail call only to an address some
+        // call went to: a loop's branch to any other takes the short path.
+        let sym = Symbolizer::empty();
+        let mut s = CallStacks::default();
+        let k = s.apply(&range(0x100, 2, InsnClass::Branch, true, false), 0, &sym);
+        s.apply(&range(0x200, 2, InsnClass::Branch, false, false), 1, &sym);
+        let body = (0x204..0x300)
+            .step_by(4)
+            .find(|&a| CallFilter::at(a) != CallFilter::at(0x200))
+            .expect("an address of another filter bit");
+        let EventKind::Range(r) = range(body, 2, InsnClass::Branch, true, false).kind else {
+            unreachable!()
+        };
+        assert_eq!(s.quiet_range(1, &r), Some(k));
+        assert!(!s.changed());
+        assert_eq!(names(&s, k), ["0x00000100", "0x00000200"]);
+        // The call from there goes to 0x300, and returns.
+        s.apply(
+            &range(0x300, 1, InsnClass::IndirectBranch, false, true),
+            2,
+            &sym,
+        );
+        s.apply(&range(r.end, 1, InsnClass::Branch, false, false), 3, &sym);
+        assert_eq!(names(&s, k), ["0x00000100", "0x00000200"]);
+        // A branch to 0x300, a call target, is a tail call: not quick.
+        let tail = range(0x300, 1, InsnClass::Other, false, false);
+        let EventKind::Range(t) = tail.kind else {
+            unreachable!()
+        };
+        assert_eq!(s.quiet_range(1, &t), None);
+        s.apply(&tail, 4, &sym);
+        assert_eq!(names(&s, k), ["0x00000100", "0x00000300"]);
+        assert_eq!(s.stats().tail_calls, 1);
     }
 
     #[test]
