@@ -26,7 +26,10 @@
 //! `--rss-mb N` (size of the inputs whose peak memory is measured for
 //! every output, see [`goals`]; default 1024, 0: none),
 //! `--opencsd-mb N` (size of the snapshots that the CLI and OpenCSD's
-//! `trc_pkt_lister` both list, see [`opencsd`]; default 16),
+//! `trc_pkt_lister` both list, see [`opencsd`]; by default the raw PTM
+//! capture ×1,024 and TC2's buffer ×64, the real captures 16 MiB),
+//! `--goal-copies N` (copies of the raw PTM capture that the conversion
+//! goals are measured on, see [`goals`]; default 256),
 //! `--runs N` (default 5), `--jobs N` (threads of the parallel rows,
 //! default all), `--only TEXT` (only the rows whose name contains TEXT,
 //! e.g. for a profiler).
@@ -65,7 +68,9 @@ struct Opts {
     size: usize,
     file_size: usize,
     cli_size: usize,
-    opencsd_size: usize,
+    /// `None`: the sizes of the goals.
+    opencsd_size: Option<usize>,
+    goal_copies: usize,
     rss_size: usize,
     runs: usize,
     jobs: usize,
@@ -88,7 +93,11 @@ impl Opts {
             size: number("--size-mb", 64)? << 20,
             file_size: number("--file-mb", 256)? << 20,
             cli_size: number("--cli-mb", 16)? << 20,
-            opencsd_size: number("--opencsd-mb", 16)? << 20,
+            opencsd_size: match value("--opencsd-mb") {
+                Some(_) => Some(number("--opencsd-mb", 16)? << 20),
+                None => None,
+            },
+            goal_copies: number("--goal-copies", 256)?.max(1),
             rss_size: number("--rss-mb", 1024)? << 20,
             runs: number("--runs", 5)?.max(1),
             jobs: number("--jobs", 0)?,
@@ -1004,16 +1013,39 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
         ),
     ] {
         let what = format!("{name} decode, 1 thread (engine)");
-        if opts.wants(&what) {
+        // The goal of the cycle-accurate ETMv3 engine, by runs as the
+        // conversions decode it.
+        let goal = format!(
+            "{}: ETMv3 engine, cycle-accurate (TC2 trace ID 0x10, by runs)",
+            goals::TAG
+        );
+        let goal = (runs && opts.wants(&goal)).then_some(goal);
+        if opts.wants(&what) || goal.is_some() {
             let (t, n) = best(opts.runs, || decode(id, cfg, mem, bytes, runs));
-            rows.push(Row {
-                what,
-                bytes: bytes.len(),
-                time: t,
-                instructions: Some(n),
-                base,
-                note: String::new(),
-            });
+            if opts.wants(&what) {
+                rows.push(Row {
+                    what,
+                    bytes: bytes.len(),
+                    time: t,
+                    instructions: Some(n),
+                    base,
+                    note: String::new(),
+                });
+            }
+            if let Some(what) = goal {
+                let rate = n as f64 / t.as_secs_f64() / 1e6;
+                rows.push(Row {
+                    what,
+                    bytes: bytes.len(),
+                    time: t,
+                    instructions: Some(n),
+                    base,
+                    note: format!(
+                        "{rate:.1} M instructions/s (goal 150{})",
+                        if rate >= 150.0 { ", met" } else { ", not met" }
+                    ),
+                });
+            }
         }
     }
 
@@ -1222,15 +1254,21 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
             convert_rows(&opts, &bin, &cli_dir, jobs, &mut rows)?;
         }
         if opts.may_want(goals::TAG) {
+            // The conversions' goals are on the raw PTM capture ×256.
+            let goal_dir = tmp.0.join("goal");
+            let copies = opts.goal_copies;
+            let (goal_snap, goal_file) =
+                snapshot_with(&rstk_dir, &goal_dir, &unit, copies * unit.len())?;
+            let goal_name = format!("PTM raw x{copies}");
             let inputs: [(&str, &Path, &Path); 2] = [
-                ("PTM raw", &ptm_snap, &ptm_file),
+                (&goal_name, &goal_snap, &goal_file),
                 ("TC2 sessions", &tc2_snap, &tc2_file),
             ];
             goals::cli_rows(&opts, &bin, jobs, &inputs, &mut rows)?;
             goals::rss_rows(&opts, &bin, &tc2_dir, &capture, &tmp.0, &mut rows)?;
             goals::stream_rows(&opts, &bin, &rstk_dir, &unit, &tmp.0, &mut rows)?;
         }
-        if opts.wants(opencsd::TAG) {
+        if opts.wants(opencsd::TAG) || opts.may_want(goals::TAG) {
             match opencsd::lister(&tmp.0)? {
                 None => rows.push(opencsd::skipped(
                     "trc_pkt_lister is neither named by XTASK_OPENCSD nor on the PATH \
@@ -1239,29 +1277,37 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
                 )),
                 Some(lister) => {
                     let dir = tmp.0.join("opencsd");
-                    let size = opts.opencsd_size;
-                    let (ptm_snap, ptm_file) = snapshot_with(&rstk_dir, &dir, &unit, size)?;
-                    let (tc2_snap, tc2_file) = snapshot_with(&tc2_dir, &dir, &capture, size)?;
+                    // The goals' sizes: the raw PTM capture ×1,024, TC2's
+                    // buffer ×64.
+                    let ptm_size = opts.opencsd_size.unwrap_or(1024 * unit.len());
+                    let tc2_size = opts.opencsd_size.unwrap_or(64 * capture.len());
+                    let (ptm_snap, ptm_file) = snapshot_with(&rstk_dir, &dir, &unit, ptm_size)?;
+                    let (tc2_snap, tc2_file) = snapshot_with(&tc2_dir, &dir, &capture, tc2_size)?;
+                    let copies = |file: &Path, unit: usize| {
+                        std::fs::metadata(file).map_or(0, |m| m.len() as usize) / unit.max(1)
+                    };
                     let mut inputs = vec![
                         Capture {
-                            name: "PTM raw".into(),
+                            name: format!("PTM raw x{}", copies(&ptm_file, unit.len())),
                             snap: ptm_snap,
                             file: ptm_file,
                             base: ptm_base,
                         },
                         Capture {
-                            name: "TC2 sessions".into(),
+                            name: format!("TC2 sessions x{}", copies(&tc2_file, capture.len())),
                             snap: tc2_snap,
                             file: tc2_file,
                             base: sessions_base,
                         },
                     ];
-                    inputs.extend(real_snapshots::inputs(
-                        &test_support::real_path(),
-                        &dir,
-                        size,
-                        opts.runs,
-                    )?);
+                    if opts.wants(opencsd::TAG) {
+                        inputs.extend(real_snapshots::inputs(
+                            &test_support::real_path(),
+                            &dir,
+                            opts.opencsd_size.unwrap_or(16 << 20),
+                            opts.runs,
+                        )?);
+                    }
                     opencsd::rows(&opts, &bin, &lister, &inputs, &mut rows)?;
                 }
             }
@@ -1368,12 +1414,15 @@ fn convert_rows(
 
 fn print(opts: &Opts, jobs: usize, rows: &[Row]) {
     println!(
-        "inputs: {} MiB in memory, {} MiB files, {} MiB for the CLI, {} MiB against OpenCSD; \
+        "inputs: {} MiB in memory, {} MiB files, {} MiB for the CLI, {} against OpenCSD; \
          best of {} runs (children: of up to 3); {jobs} threads in the parallel rows",
         opts.size >> 20,
         opts.file_size >> 20,
         opts.cli_size >> 20,
-        opts.opencsd_size >> 20,
+        opts.opencsd_size.map_or_else(
+            || "raw PTM x1024, TC2 x64, 16 MiB real captures".to_owned(),
+            |s| format!("{} MiB", s >> 20)
+        ),
         opts.runs
     );
     let width = rows.iter().map(|r| r.what.len()).max().unwrap_or(0).max(50);
