@@ -172,6 +172,31 @@ enum NameKey {
 pub struct Names {
     names: Vec<String>,
     keys: FastMap<NameKey, FuncId>,
+    /// The name of code at an entry address, by address hashed: calls
+    /// go to the same few functions again and again.
+    seen: CodeNames,
+}
+
+/// Slots of [`CodeNames`] (a power of two).
+const CODE_SLOTS: usize = 256;
+
+/// A direct-mapped cache of [`Names::code`]: each slot holds an entry
+/// address that hashes to it and its name.
+#[derive(Debug)]
+struct CodeNames(Box<[Option<(u32, FuncId)>; CODE_SLOTS]>);
+
+impl Default for CodeNames {
+    fn default() -> CodeNames {
+        CodeNames(Box::new([None; CODE_SLOTS]))
+    }
+}
+
+impl CodeNames {
+    #[inline]
+    fn slot(&mut self, addr: u32) -> Option<&mut Option<(u32, FuncId)>> {
+        let h = (addr >> 1).wrapping_mul(0x9E37_79B1) >> 24;
+        self.0.get_mut(h as usize & (CODE_SLOTS - 1))
+    }
 }
 
 impl Names {
@@ -204,6 +229,20 @@ impl Names {
     }
 
     fn code(&mut self, symbols: &Symbolizer, addr: u32) -> FuncId {
+        if let Some(&mut Some((a, id))) = self.seen.slot(addr) {
+            if a == addr {
+                return id;
+            }
+        }
+        let id = self.code_of(symbols, addr);
+        if let Some(slot) = self.seen.slot(addr) {
+            *slot = Some((addr, id));
+        }
+        id
+    }
+
+    /// [`code`](Self::code) looked up.
+    fn code_of(&mut self, symbols: &Symbolizer, addr: u32) -> FuncId {
         match symbols.function_index(addr) {
             Some(i) => self.intern(NameKey::Symbol(i), || {
                 symbols

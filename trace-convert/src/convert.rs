@@ -742,7 +742,9 @@ impl<'a> Converter<'a> {
                 }
                 return self.batch_if(batch, e);
             }
-            if self.inline_range(e, r, memory.of(e.id))? {
+            // Without inlined scopes the short path turned it down for a
+            // change of frames.
+            if self.symbols.has_inline_scopes() && self.inline_range(e, r, memory.of(e.id))? {
                 return self.batch_if(batch, e);
             }
         }
@@ -801,6 +803,10 @@ impl<'a> Converter<'a> {
         memory: Option<&dyn MemoryImage>,
         mut each: impl FnMut(&mut Self, &Event, Option<&dyn MemoryImage>) -> io::Result<()>,
     ) -> io::Result<()> {
+        if !self.symbols.has_inline_scopes() {
+            // Nothing is cut.
+            return each(self, e, memory);
+        }
         let mut pieces = std::mem::take(&mut self.pieces);
         let done = if self
             .splits
