@@ -1268,7 +1268,8 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
             goals::rss_rows(&opts, &bin, &tc2_dir, &capture, &tmp.0, &mut rows)?;
             goals::stream_rows(&opts, &bin, &rstk_dir, &unit, &tmp.0, &mut rows)?;
         }
-        if opts.wants(opencsd::TAG) || opts.may_want(goals::TAG) {
+        let goal_rows = format!("{}: decode --format none vs {}", goals::TAG, opencsd::TAG);
+        if opts.wants(opencsd::TAG) || opts.may_want(&goal_rows) {
             match opencsd::lister(&tmp.0)? {
                 None => rows.push(opencsd::skipped(
                     "trc_pkt_lister is neither named by XTASK_OPENCSD nor on the PATH \
