@@ -1022,28 +1022,20 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
         let goal = (runs && opts.wants(&goal)).then_some(goal);
         if opts.wants(&what) || goal.is_some() {
             let (t, n) = best(opts.runs, || decode(id, cfg, mem, bytes, runs));
-            if opts.wants(&what) {
+            let rate = n as f64 / t.as_secs_f64() / 1e6;
+            let goal_note = format!(
+                "{rate:.1} M instructions/s (goal 150{})",
+                if rate >= 150.0 { ", met" } else { ", not met" }
+            );
+            let wanted = opts.wants(&what).then(|| (what, String::new()));
+            for (what, note) in wanted.into_iter().chain(goal.map(|g| (g, goal_note))) {
                 rows.push(Row {
                     what,
                     bytes: bytes.len(),
                     time: t,
                     instructions: Some(n),
                     base,
-                    note: String::new(),
-                });
-            }
-            if let Some(what) = goal {
-                let rate = n as f64 / t.as_secs_f64() / 1e6;
-                rows.push(Row {
-                    what,
-                    bytes: bytes.len(),
-                    time: t,
-                    instructions: Some(n),
-                    base,
-                    note: format!(
-                        "{rate:.1} M instructions/s (goal 150{})",
-                        if rate >= 150.0 { ", met" } else { ", not met" }
-                    ),
+                    note,
                 });
             }
         }
