@@ -162,6 +162,20 @@ struct Row {
     note: String,
 }
 
+impl Row {
+    /// A decode engine's row: `n` instructions from `bytes` bytes in `time`.
+    fn engine(what: String, bytes: usize, time: Duration, n: u64, base: f64, note: String) -> Row {
+        Row {
+            what,
+            bytes,
+            time,
+            instructions: Some(n),
+            base,
+            note,
+        }
+    }
+}
+
 fn mb_s(bytes: usize, t: Duration) -> f64 {
     bytes as f64 / t.as_secs_f64() / 1e6
 }
@@ -1029,14 +1043,7 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
             );
             let wanted = opts.wants(&what).then(|| (what, String::new()));
             for (what, note) in wanted.into_iter().chain(goal.map(|g| (g, goal_note))) {
-                rows.push(Row {
-                    what,
-                    bytes: bytes.len(),
-                    time: t,
-                    instructions: Some(n),
-                    base,
-                    note,
-                });
+                rows.push(Row::engine(what, bytes.len(), t, n, base, note));
             }
         }
     }
@@ -1054,14 +1061,8 @@ pub fn run(dir: &Path, args: &[String]) -> Result<(), String> {
             let (cfg, mem, bytes) = etm_plain(fixture, size)?;
             let base = sum(&bytes);
             let (t, n) = best(opts.runs, || decode(0x10, cfg, &mem, &bytes, runs));
-            rows.push(Row {
-                what,
-                bytes: bytes.len(),
-                time: t,
-                instructions: Some(n),
-                base,
-                note: format!("trace-encode, corpus program {fixture}"),
-            });
+            let note = format!("trace-encode, corpus program {fixture}");
+            rows.push(Row::engine(what, bytes.len(), t, n, base, note));
         }
     }
 
