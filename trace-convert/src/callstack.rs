@@ -443,6 +443,7 @@ impl Thread {
     /// the depth bound, and the flow goes on sequentially from the range
     /// before, or a branch lands inside the innermost real frame's
     /// function, to no return address on the stack.
+    ///
     /// Without symbols (`calls`: the filter of the call targets, see
     /// [`Shared::calls`]), a branch to no address some call went to is no
     /// tail call either.
