@@ -65,6 +65,33 @@ fn branch(addr: u32, isa: Isa, exception: u16) -> TraceOp {
     common::branch_bits(addr, isa, 32, exception)
 }
 
+/// ETMv3 instruction atoms: `count` instructions, bit `i` of `executed`
+/// for the `i`th, W atoms `cycles` (before, between, after).
+fn insn_atoms(count: u8, executed: u16, cycles: Option<(u8, u8, u8)>) -> TraceOp {
+    TraceOp::InsnAtoms(InsnAtoms {
+        count,
+        executed,
+        cycles,
+    })
+}
+
+/// Exception `exception` to the A32 vector 0x18, cancelling the last
+/// instruction traced.
+fn cancelling_exception(exception: u16) -> TraceOp {
+    TraceOp::Branch(Branch {
+        target: Target {
+            addr: 0x18,
+            isa: Some(Isa::A32),
+        },
+        bits: 32,
+        exception,
+        cancel: true,
+        ns: None,
+        hyp: None,
+        cycles: None,
+    })
+}
+
 fn ranges(ev: &[Event]) -> Vec<Range> {
     ev.iter()
         .filter_map(|e| match e.kind {
@@ -317,17 +344,9 @@ fn etm_atoms_are_per_instruction() {
         &[
             isync(0x1000, Isa::A32),
             // MOV, ADD, CMP, BNE taken, ADD, CMP, BNE not taken, BL
-            TraceOp::InsnAtoms(InsnAtoms {
-                count: 8,
-                executed: 0b1011_1111,
-                cycles: None,
-            }),
+            insn_atoms(8, 0b1011_1111, None),
             // ADD, BX lr (indirect: target from the branch address)
-            TraceOp::InsnAtoms(InsnAtoms {
-                count: 2,
-                executed: 0b11,
-                cycles: None,
-            }),
+            insn_atoms(2, 0b11, None),
             branch(0x1014, Isa::A32, 0),
         ],
     );
@@ -361,23 +380,8 @@ fn etm_cancelled_instruction_is_dropped() {
         &mut d,
         &[
             isync(0x1000, Isa::A32),
-            TraceOp::InsnAtoms(InsnAtoms {
-                count: 3,
-                executed: 0b111,
-                cycles: Some((1, 1, 0)),
-            }),
-            TraceOp::Branch(Branch {
-                target: Target {
-                    addr: 0x18,
-                    isa: Some(Isa::A32),
-                },
-                bits: 32,
-                exception: 14,
-                cancel: true,
-                ns: None,
-                hyp: None,
-                cycles: None,
-            }),
+            insn_atoms(3, 0b111, Some((1, 1, 0))),
+            cancelling_exception(14),
         ],
     );
     let starts: Vec<_> = ranges(&ev).iter().map(|r| (r.start, r.cycles)).collect();
@@ -394,23 +398,11 @@ fn etm_runs_end_at_waypoints_and_failed_conditions() {
     let ops = [
         isync(0x1000, Isa::A32),
         // MOV, ADD, CMP, BNE taken | ADD, CMP, BNE not taken | BL
-        TraceOp::InsnAtoms(InsnAtoms {
-            count: 8,
-            executed: 0b1011_1111,
-            cycles: Some((2, 1, 0)),
-        }),
+        insn_atoms(8, 0b1011_1111, Some((2, 1, 0))),
         // ADD (goes on from the BL's target), then BX lr in the next
         // P-header: one run across the two.
-        TraceOp::InsnAtoms(InsnAtoms {
-            count: 1,
-            executed: 0b1,
-            cycles: Some((3, 0, 0)),
-        }),
-        TraceOp::InsnAtoms(InsnAtoms {
-            count: 1,
-            executed: 0b1,
-            cycles: Some((4, 0, 0)),
-        }),
+        insn_atoms(1, 0b1, Some((3, 0, 0))),
+        insn_atoms(1, 0b1, Some((4, 0, 0))),
         branch(0x1014, Isa::A32, 0),
     ];
     let per = run(&mut etm(), &ops);
@@ -438,28 +430,9 @@ fn etm_cancel_keeps_the_rest_of_a_run() {
     // merged: the CMP is cancelled, MOV and ADD stay as one range.
     let ops = [
         isync(0x1000, Isa::A32),
-        TraceOp::InsnAtoms(InsnAtoms {
-            count: 2,
-            executed: 0b11,
-            cycles: Some((1, 1, 0)),
-        }),
-        TraceOp::InsnAtoms(InsnAtoms {
-            count: 1,
-            executed: 0b1,
-            cycles: Some((5, 0, 0)),
-        }),
-        TraceOp::Branch(Branch {
-            target: Target {
-                addr: 0x18,
-                isa: Some(Isa::A32),
-            },
-            bits: 32,
-            exception: 14,
-            cancel: true,
-            ns: None,
-            hyp: None,
-            cycles: None,
-        }),
+        insn_atoms(2, 0b11, Some((1, 1, 0))),
+        insn_atoms(1, 0b1, Some((5, 0, 0))),
+        cancelling_exception(14),
     ];
     let per = run(&mut etm(), &ops);
     let runs = run(&mut etm_runs(), &ops);
@@ -484,28 +457,9 @@ fn etm_cancel_keeps_the_cycles_before_the_cancelled_instruction() {
     // which must leave MOV and the cycle count.
     let ops = [
         isync(0x1000, Isa::A32),
-        TraceOp::InsnAtoms(InsnAtoms {
-            count: 1,
-            executed: 0b1,
-            cycles: Some((0, 0, 1)),
-        }),
-        TraceOp::InsnAtoms(InsnAtoms {
-            count: 1,
-            executed: 0b1,
-            cycles: Some((2, 0, 0)),
-        }),
-        TraceOp::Branch(Branch {
-            target: Target {
-                addr: 0x18,
-                isa: Some(Isa::A32),
-            },
-            bits: 32,
-            exception: 14,
-            cancel: true,
-            ns: None,
-            hyp: None,
-            cycles: None,
-        }),
+        insn_atoms(1, 0b1, Some((0, 0, 1))),
+        insn_atoms(1, 0b1, Some((2, 0, 0))),
+        cancelling_exception(14),
     ];
     let per = run(&mut etm(), &ops);
     let runs = run(&mut etm_runs(), &ops);
@@ -533,17 +487,7 @@ fn etm_lsip_isync_implies_the_data_instruction() {
         _ => unreachable!(),
     };
     s.lsip = Some(0x1008);
-    let ev = run(
-        &mut d,
-        &[
-            TraceOp::Sync(s),
-            TraceOp::InsnAtoms(InsnAtoms {
-                count: 1,
-                executed: 0,
-                cycles: None,
-            }),
-        ],
-    );
+    let ev = run(&mut d, &[TraceOp::Sync(s), insn_atoms(1, 0, None)]);
     let r: Vec<_> = ranges(&ev).iter().map(|r| (r.start, r.executed)).collect();
     assert_eq!(r, [(0x1004, true), (0x1008, false)]);
 }
@@ -995,15 +939,7 @@ fn etm_packet_error_while_waiting_for_a_branch_target_is_a_gap() {
     let mut ev = Vec::new();
     let mut out = |e| ev.push(e);
     d.run_op(0, &isync(0x1020, Isa::A32), &mut out);
-    d.run_op(
-        1,
-        &TraceOp::InsnAtoms(InsnAtoms {
-            count: 2,
-            executed: 0b11,
-            cycles: None,
-        }),
-        &mut out,
-    );
+    d.run_op(1, &insn_atoms(2, 0b11, None), &mut out);
     d.packet_error(2, &mut out);
     d.finish(&mut out);
     assert!(
