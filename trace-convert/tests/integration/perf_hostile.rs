@@ -135,7 +135,6 @@ fn a_link_swapped_in_after_the_check_is_not_followed_outside() {
 /// 2^20 `stat` calls, 60% of a 17-second run of a 361 KB recording).
 #[test]
 fn processes_sharing_the_kernels_mappings_name_each_file_once() {
-    use trace_encode::perf::{AuxBuffer, AuxPiece, PerfTask};
     let s = Scratch::new("kernel-maps");
     let input = resolve(&example(), &SourceFlags::default()).expect("example");
     let (mut spec, _) = spec_of(&input, &input.captures[0]);
@@ -156,24 +155,7 @@ fn processes_sharing_the_kernels_mappings_name_each_file_once() {
         })
         .collect();
     let processes = 8u32;
-    spec.tasks = (0..processes)
-        .map(|i| PerfTask {
-            pid: 100 + i,
-            tid: 100 + i,
-            comm: format!("p{i}"),
-            mmaps: Vec::new(),
-        })
-        .collect();
-    spec.buffers = (0..processes)
-        .map(|i| AuxBuffer {
-            cpu: None,
-            tid: Some(100 + i),
-            pieces: vec![AuxPiece {
-                data: vec![0; 16],
-                truncated: false,
-            }],
-        })
-        .collect();
+    traced_processes(&mut spec, processes);
     let path = write(&s.0, "perf.data", &spec);
     let input = resolve(&path, &SourceFlags::default()).expect("perf.data resolves");
     // Each process's address space holds the four kernel mappings, which
@@ -198,24 +180,11 @@ fn processes_sharing_the_kernels_mappings_name_each_file_once() {
     }
 }
 
-/// A recording of `processes` traced processes (a per-thread buffer
-/// each) and `kernel` kernel mappings of the example's code (808 bytes
-/// each, 1 MiB apart from 0x4000_0000); the example's code.
-fn kernel_heavy(s: &Scratch, processes: u32, kernel: u64) -> (PathBuf, Vec<u8>) {
+/// Make `spec` a per-thread recording of `processes` traced processes
+/// (pids and tids from 100, named `p0`, `p1`, ...), each with a buffer of
+/// 16 zero bytes.
+fn traced_processes(spec: &mut trace_encode::perf::PerfSpec, processes: u32) {
     use trace_encode::perf::{AuxBuffer, AuxPiece, PerfTask};
-    let input = resolve(&example(), &SourceFlags::default()).expect("example");
-    let (mut spec, _) = spec_of(&input, &input.captures[0]);
-    let mapped = spec.mmaps[0].clone();
-    let code = std::fs::read(&mapped.filename).expect("the example's code");
-    spec.pid = u32::MAX;
-    spec.comm = "swapper".into();
-    spec.mmaps = (0..kernel)
-        .map(|i| {
-            let mut m = mapped.clone();
-            m.start = 0x4000_0000 + 0x10_0000 * i;
-            m
-        })
-        .collect();
     spec.tasks = (0..processes)
         .map(|i| PerfTask {
             pid: 100 + i,
@@ -234,6 +203,26 @@ fn kernel_heavy(s: &Scratch, processes: u32, kernel: u64) -> (PathBuf, Vec<u8>) 
             }],
         })
         .collect();
+}
+
+/// A recording of `processes` traced processes (a per-thread buffer
+/// each) and `kernel` kernel mappings of the example's code (808 bytes
+/// each, 1 MiB apart from 0x4000_0000); the example's code.
+fn kernel_heavy(s: &Scratch, processes: u32, kernel: u64) -> (PathBuf, Vec<u8>) {
+    let input = resolve(&example(), &SourceFlags::default()).expect("example");
+    let (mut spec, _) = spec_of(&input, &input.captures[0]);
+    let mapped = spec.mmaps[0].clone();
+    let code = std::fs::read(&mapped.filename).expect("the example's code");
+    spec.pid = u32::MAX;
+    spec.comm = "swapper".into();
+    spec.mmaps = (0..kernel)
+        .map(|i| {
+            let mut m = mapped.clone();
+            m.start = 0x4000_0000 + 0x10_0000 * i;
+            m
+        })
+        .collect();
+    traced_processes(&mut spec, processes);
     (write(&s.0, "perf.data", &spec), code)
 }
 
