@@ -110,41 +110,24 @@ impl MemoryMap {
 /// is in section 0's `sh_info`) when no program header could be read
 /// from it; `None` for any other file.
 fn pn_xnum(bytes: &[u8]) -> Option<String> {
-    let little = match bytes.get(..6)? {
-        [0x7F, b'E', b'L', b'F', 1, 1] => true,
-        [0x7F, b'E', b'L', b'F', 1, 2] => false,
-        _ => return None,
-    };
-    let u16_at = |at: usize| {
-        let b: [u8; 2] = bytes.get(at..at + 2)?.try_into().ok()?;
-        Some(if little {
-            u16::from_le_bytes(b)
-        } else {
-            u16::from_be_bytes(b)
-        })
-    };
-    let u32_at = |at: usize| {
-        let b: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
-        Some(if little {
-            u32::from_le_bytes(b)
-        } else {
-            u32::from_be_bytes(b)
-        })
-    };
-    if u16_at(44)? != 0xFFFF {
+    use object::read::elf::{FileHeader, SectionHeader};
+    let header = object::elf::FileHeader32::<object::Endianness>::parse(bytes).ok()?;
+    let endian = header.endian().ok()?;
+    if header.e_phnum(endian) != object::elf::PN_XNUM {
         return None;
     }
-    let shoff = u32_at(32)?;
-    let detail = if shoff == 0 {
-        "but the file has no section headers".to_owned()
-    } else {
-        match u32_at(shoff as usize + 28) {
-            None => format!("but section 0 (at {shoff:#x}) lies past the end of the file"),
-            Some(0) => "but section 0's sh_info is 0".to_owned(),
-            Some(n) => format!(
+    let detail = match header.section_0(endian, bytes) {
+        Ok(None) => "but the file has no section headers".to_owned(),
+        Err(e) => format!(
+            "but section 0 (at {:#x}) cannot be read ({e})",
+            header.e_shoff(endian)
+        ),
+        Ok(Some(s)) => match s.sh_info(endian) {
+            0 => "but section 0's sh_info is 0".to_owned(),
+            n => format!(
                 "section 0's sh_info gives {n}, and no loadable segment of them has contents"
             ),
-        }
+        },
     };
     Some(format!(
         "e_phnum is 0xffff (PN_XNUM: the program header count is in section 0's sh_info), {detail}: no program header can be read"
