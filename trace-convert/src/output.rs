@@ -639,6 +639,7 @@ impl Write for OutputFile {
         self.out.write(buf).map_err(|e| named(&self.given, e))
     }
 
+    #[inline]
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         self.out.write_all(buf).map_err(|e| named(&self.given, e))
     }

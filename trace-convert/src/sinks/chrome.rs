@@ -47,10 +47,11 @@
 
 use super::coalesce::{Held, Instants};
 use super::itm::{is_itm_mark, ItmTimeline, Mark};
+use crate::callstack::{Frame, FrameKind};
 use crate::clock::ClockInfo;
 use crate::fast_map::{FastMap, FastSet};
 use crate::input::source::Task;
-use crate::profile::Profile;
+use crate::profile::{Profile, Profiles};
 use crate::sinks::context::core_name;
 use crate::sinks::{EventCtx, Flow, Interest, NoParts, Output, RunInfo, Sink, ThreadKey};
 use std::io;
@@ -63,9 +64,12 @@ pub struct ChromeSink<W: Output> {
     first: bool,
     pids: FastMap<Option<u32>, u64>,
     known: FastMap<ThreadKey, (u64, u64)>,
+    /// The thread of the latest event and its `pid` and `tid`: events
+    /// come from one thread after another in long runs.
+    last_ids: Option<(ThreadKey, (u64, u64))>,
     names: FastMap<u8, String>,
     /// The profile of each source's core, by trace ID.
-    profiles: FastMap<u8, Profile>,
+    profiles: Profiles,
     /// The Linux threads of the run, by thread ID.
     tasks: FastMap<u32, Task>,
     /// The Linux processes and threads whose names are written.
@@ -78,10 +82,22 @@ pub struct ChromeSink<W: Output> {
     /// Instants held until their thread's stack changes.
     instants: Instants,
     /// Per thread, the `B` lines of slices begun at one time and not
-    /// written yet (see [`Begun`]).
-    begun: FastMap<ThreadKey, Begun>,
+    /// written yet (see [`Begun`]): where in `begun` a thread's are, and
+    /// the latest thread looked up.
+    begun_at: FastMap<ThreadKey, usize>,
+    begun: Vec<Begun>,
+    last_begun: Option<(ThreadKey, usize)>,
     /// Each function's name as a JSON string, by its id.
     json_names: Vec<Option<Box<[u8]>>>,
+    /// Each function's slice line from its category on (see [`Tail`]),
+    /// by its id.
+    tails: Vec<Option<Tail>>,
+    /// The start of the event's slice lines, up to its `ts` (see
+    /// [`begin_line`]); its phase is byte [`PH_AT`]. Before the `ts`,
+    /// `head_len` bytes for the `pid` and `tid` in `head_ids`.
+    head: Vec<u8>,
+    head_len: usize,
+    head_ids: Option<(u64, u64)>,
     /// The line being written.
     line: Vec<u8>,
     /// The event's `ts`.
@@ -100,16 +116,23 @@ impl<W: Output> ChromeSink<W> {
             first: true,
             pids: FastMap::default(),
             known: FastMap::default(),
+            last_ids: None,
             names: FastMap::default(),
-            profiles: FastMap::default(),
+            profiles: Profiles::default(),
             tasks: FastMap::default(),
             task_pids: FastSet::default(),
             task_tids: FastSet::default(),
             rtos: FastMap::default(),
             core_pids: FastMap::default(),
             instants: Instants::default(),
-            begun: FastMap::default(),
+            begun_at: FastMap::default(),
+            begun: Vec::new(),
+            last_begun: None,
             json_names: Vec::new(),
+            tails: Vec::new(),
+            head: Vec::with_capacity(64),
+            head_len: 0,
+            head_ids: None,
             line: Vec::with_capacity(256),
             ts: Vec::with_capacity(32),
             itm: ItmTimeline::default(),
@@ -227,7 +250,14 @@ impl<W: Output> ChromeSink<W> {
     /// Write the `B` lines `thread` holds, unless they were begun at `ts`
     /// (`None`: whenever they were begun).
     fn write_begun(&mut self, thread: ThreadKey, ts: Option<&[u8]>) -> io::Result<()> {
-        let Some(begun) = self.begun.get_mut(&thread) else {
+        let at = self.begun_index(thread, false);
+        self.write_begun_at(at, ts)
+    }
+
+    /// [`write_begun`](Self::write_begun) of the thread whose lines are
+    /// at `at` in `begun`, if any.
+    fn write_begun_at(&mut self, at: Option<usize>, ts: Option<&[u8]>) -> io::Result<()> {
+        let Some(begun) = at.and_then(|i| self.begun.get_mut(i)) else {
             return Ok(());
         };
         if begun.ends.is_empty() || ts.is_some_and(|ts| ts == begun.ts.as_slice()) {
@@ -250,16 +280,54 @@ impl<W: Output> ChromeSink<W> {
         Ok(())
     }
 
-    fn sep(&mut self) -> io::Result<()> {
-        if self.first {
-            self.first = false;
-            self.out.write_all(b"\n")
-        } else {
-            self.out.write_all(b",\n")
+    /// Where `thread`'s held `B` lines are in `begun`; made when `make`,
+    /// else `None` for a thread that has held none.
+    #[inline(always)]
+    fn begun_index(&mut self, thread: ThreadKey, make: bool) -> Option<usize> {
+        if let Some((t, i)) = self.last_begun {
+            if t == thread {
+                return Some(i);
+            }
         }
+        self.find_begun(thread, make)
     }
 
+    /// [`begun_index`](Self::begun_index) from the map.
+    #[inline(never)]
+    fn find_begun(&mut self, thread: ThreadKey, make: bool) -> Option<usize> {
+        let i = match self.begun_at.get(&thread) {
+            Some(&i) => i,
+            None if make => {
+                self.begun.push(Begun::default());
+                let i = self.begun.len() - 1;
+                self.begun_at.insert(thread, i);
+                i
+            }
+            None => return None,
+        };
+        self.last_begun = Some((thread, i));
+        Some(i)
+    }
+
+    fn sep(&mut self) -> io::Result<()> {
+        self.out.write_all(sep(&mut self.first))
+    }
+
+    #[inline(always)]
     fn ids(&mut self, thread: ThreadKey) -> io::Result<(u64, u64)> {
+        if let Some((t, ids)) = self.last_ids {
+            if t == thread {
+                return Ok(ids);
+            }
+        }
+        let ids = self.new_ids(thread)?;
+        self.last_ids = Some((thread, ids));
+        Ok(ids)
+    }
+
+    /// [`ids`](Self::ids) looked up, or made and their names written.
+    #[inline(never)]
+    fn new_ids(&mut self, thread: ThreadKey) -> io::Result<(u64, u64)> {
         if let Some(ids) = self.known.get(&thread) {
             return Ok(*ids);
         }
@@ -389,7 +457,9 @@ impl<W: Output> ChromeSink<W> {
         self.out.write_all(&self.line)
     }
 
-    /// The lines of an event that changed the stack, at `ts`.
+    /// The lines of an event that changed the stack, at `ts`: each
+    /// slice line is [`begin_line`]'s start, made once for the event,
+    /// and its frame's [`Tail`].
     fn write_change(
         &mut self,
         ctx: &EventCtx<'_>,
@@ -399,63 +469,124 @@ impl<W: Output> ChromeSink<W> {
         ts: &[u8],
     ) -> io::Result<()> {
         let thread = ctx.thread;
-        self.write_begun(thread, Some(ts))?;
+        let at = self.begun_index(thread, false);
+        self.write_begun_at(at, Some(ts))?;
+        if self.head_ids == Some((pid, tid)) {
+            self.head.truncate(self.head_len);
+            self.head.extend_from_slice(ts);
+            if let Some(ph) = self.head.get_mut(PH_AT) {
+                *ph = b'E';
+            }
+        } else {
+            begin_line(&mut self.head, b'E', pid, tid, b"");
+            self.head_len = self.head.len();
+            self.head_ids = Some((pid, tid));
+            self.head.extend_from_slice(ts);
+        }
         for f in ctx.closed {
             // A slice begun at this very time: neither line is written.
-            if self.begun.get_mut(&thread).is_some_and(Begun::pop) {
+            if at
+                .and_then(|i| self.begun.get_mut(i))
+                .is_some_and(Begun::pop)
+            {
                 continue;
             }
-            self.slice_line(b'E', pid, tid, ts, ctx, f);
-            self.sep()?;
-            self.out.write_all(&self.line)?;
+            let tail = tail_of(&mut self.tails, &mut self.json_names, ctx, f);
+            self.out.write_all(sep(&mut self.first))?;
+            self.out.write_all(&self.head)?;
+            self.out.write_all(tail)?;
         }
         if let Some(name) = name {
             self.instant(pid, tid, ts, &name)?;
         }
         if !ctx.opened.is_empty() {
-            let mut begun = self.begun.remove(&thread).unwrap_or_default();
+            let at = match at {
+                Some(i) => Some(i),
+                None => self.begun_index(thread, true),
+            };
+            let Some(begun) = at.and_then(|i| self.begun.get_mut(i)) else {
+                return Ok(());
+            };
             if begun.ends.is_empty() {
                 begun.ts.clear();
                 begun.ts.extend_from_slice(ts);
             }
+            if let Some(ph) = self.head.get_mut(PH_AT) {
+                *ph = b'B';
+            }
             for f in ctx.opened {
-                self.slice_line(b'B', pid, tid, ts, ctx, f);
-                begun.lines.extend_from_slice(&self.line);
+                let tail = tail_of(&mut self.tails, &mut self.json_names, ctx, f);
+                begun.lines.extend_from_slice(&self.head);
+                begun.lines.extend_from_slice(tail);
                 begun.ends.push(begun.lines.len());
             }
-            self.begun.insert(thread, begun);
         }
         Ok(())
     }
+}
 
-    /// The `B` or `E` line of frame `f` at `ts`, in `self.line`. Both
-    /// carry the frame's name, category and `args`: an `E` names the slice
-    /// it ends, as speedscope requires (it pairs ends with begins by name
-    /// and arguments, and refuses an end without them).
-    fn slice_line(
-        &mut self,
-        ph: u8,
-        pid: u64,
-        tid: u64,
-        ts: &[u8],
-        ctx: &EventCtx<'_>,
-        f: &crate::callstack::Frame,
-    ) {
-        let at = f.func.0 as usize;
-        if self.json_names.len() <= at {
-            self.json_names.resize(at + 1, None);
+/// A function's slice line from its category on:
+/// `,"cat":"call","name":"f","args":{"entry":"0x00001000"}}`, for the
+/// frame kind and entry it was made for.
+#[derive(Debug)]
+struct Tail {
+    kind: FrameKind,
+    entry: u32,
+    bytes: Box<[u8]>,
+}
+
+/// The [`Tail`] of frame `f`, made unless the one of its function is for
+/// `f`'s kind and entry; `json_names` keeps the function names as JSON
+/// strings.
+fn tail_of<'t>(
+    tails: &'t mut Vec<Option<Tail>>,
+    json_names: &mut Vec<Option<Box<[u8]>>>,
+    ctx: &EventCtx<'_>,
+    f: &Frame,
+) -> &'t [u8] {
+    let at = f.func.0 as usize;
+    if tails.len() <= at {
+        tails.resize_with(at + 1, || None);
+    }
+    let Some(slot) = tails.get_mut(at) else {
+        return &[];
+    };
+    if !slot
+        .as_ref()
+        .is_some_and(|t| t.kind == f.kind && t.entry == f.entry)
+    {
+        if json_names.len() <= at {
+            json_names.resize(at + 1, None);
         }
-        let name = self.json_names[at]
-            .get_or_insert_with(|| json_str(ctx.name(f)).into_bytes().into_boxed_slice());
-        let l = &mut self.line;
-        begin_line(l, ph, pid, tid, ts);
+        let name: &[u8] = match json_names.get_mut(at) {
+            Some(n) => {
+                n.get_or_insert_with(|| json_str(ctx.name(f)).into_bytes().into_boxed_slice())
+            }
+            None => b"\"\"",
+        };
+        let mut l = Vec::with_capacity(64 + name.len());
         l.extend_from_slice(br#","cat":""#);
         l.extend_from_slice(f.kind.name().as_bytes());
         l.extend_from_slice(br#"","name":"#);
         l.extend_from_slice(name);
         l.extend_from_slice(br#","args":{"entry":"#);
-        push_hex_str(l, f.entry);
+        push_hex_str(&mut l, f.entry);
         l.extend_from_slice(b"}}");
+        *slot = Some(Tail {
+            kind: f.kind,
+            entry: f.entry,
+            bytes: l.into_boxed_slice(),
+        });
+    }
+    slot.as_ref().map_or(&[], |t| &t.bytes)
+}
+
+/// The separator before a line: none but a line break before the first.
+fn sep(first: &mut bool) -> &'static [u8] {
+    if std::mem::take(first) {
+        b"\n"
+    } else {
+        b",\n"
     }
 }
 
@@ -484,6 +615,9 @@ impl Begun {
         true
     }
 }
+
+/// Where [`begin_line`] puts the phase.
+const PH_AT: usize = 7;
 
 /// Start `l` afresh with an event's phase, process, thread and time.
 fn begin_line(l: &mut Vec<u8>, ph: u8, pid: u64, tid: u64, ts: &[u8]) {
@@ -523,10 +657,25 @@ fn write_ts(out: &mut Vec<u8>, clock: &ClockInfo, ticks: u64) {
     let whole = (hz.fract() == 0.0 && (1.0..=9.0e15).contains(&hz)).then_some(hz as u64);
     match whole {
         Some(hz) => {
-            let hz = u128::from(hz);
-            let nanos = (u128::from(ticks) * 2_000_000_000 + hz) / (2 * hz);
-            let micros = u64::try_from(nanos / 1000).unwrap_or(u64::MAX);
-            let frac = (nanos % 1000) as u16;
+            // The quotient in 64 bits where it fits (`hz` is at most
+            // 9e15, so `2 * hz` always does), else in 128.
+            let (micros, frac) = match ticks
+                .checked_mul(2_000_000_000)
+                .and_then(|t| t.checked_add(hz))
+            {
+                Some(t) => {
+                    let nanos = t / (2 * hz);
+                    (nanos / 1000, (nanos % 1000) as u16)
+                }
+                None => {
+                    let hz = u128::from(hz);
+                    let nanos = (u128::from(ticks) * 2_000_000_000 + hz) / (2 * hz);
+                    (
+                        u64::try_from(nanos / 1000).unwrap_or(u64::MAX),
+                        (nanos % 1000) as u16,
+                    )
+                }
+            };
             out.extend_from_slice(itoa::Buffer::new().format(micros).as_bytes());
             out.push(b'.');
             out.extend_from_slice(&[
@@ -553,8 +702,8 @@ impl<W: Output> Sink for ChromeSink<W> {
     fn begin(&mut self, info: &RunInfo) -> io::Result<()> {
         for s in &info.sources {
             self.names.insert(s.id, s.thread_name());
-            self.profiles.insert(s.id, s.profile);
         }
+        self.profiles = Profiles::of_sources(&info.sources);
         for t in &info.tasks {
             self.tasks.insert(t.tid, t.clone());
         }
@@ -585,7 +734,7 @@ impl<W: Output> Sink for ChromeSink<W> {
             return Ok(Flow::Continue);
         }
         let (pid, tid) = self.ids(ctx.thread)?;
-        let profile = self.profiles.get(&event.id).copied().unwrap_or_default();
+        let profile = self.profiles.of(event.id);
         let name = instant_name(event, profile);
         if !changed {
             // Held while the stack stays as it is.
@@ -615,7 +764,7 @@ impl<W: Output> Sink for ChromeSink<W> {
         for (thread, held) in self.instants.take_all() {
             self.write_run(thread, held, &info.clock)?;
         }
-        let mut threads: Vec<ThreadKey> = self.begun.keys().copied().collect();
+        let mut threads: Vec<ThreadKey> = self.begun_at.keys().copied().collect();
         threads.sort_unstable();
         for thread in threads {
             self.write_begun(thread, None)?;
@@ -648,6 +797,106 @@ pub(crate) fn instant_name(event: &Event, profile: Profile) -> Option<String> {
 mod tests {
     use super::*;
     use crate::clock::ClockKind;
+
+    /// The `B` and `E` lines of `thread` (its `tid`) in `json`, in order:
+    /// phase, category, name, entry and `ts`.
+    fn slices(json: &serde_json::Value, tid: u64) -> Vec<(String, String, String, String, f64)> {
+        let text = |e: &serde_json::Value, k: &str| e[k].as_str().unwrap_or("?").to_owned();
+        json["traceEvents"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| matches!(e["ph"].as_str(), Some("B" | "E")) && e["tid"] == tid)
+            .map(|e| {
+                (
+                    text(e, "ph"),
+                    text(e, "cat"),
+                    text(e, "name"),
+                    text(&e["args"], "entry"),
+                    e["ts"].as_f64().unwrap_or(-1.0),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_slice_line_names_its_own_frame_and_thread() {
+        // One function entered by a call on one core and by a tail call at
+        // another entry on a second core, the two cores' events taking
+        // turns: every line carries its own thread, kind and entry.
+        let names = crate::callstack::Names::listed(&["f"]);
+        let symbols = crate::symbols::Symbolizer::empty();
+        let clock = ClockInfo::default();
+        let frame = |kind, entry| Frame {
+            func: crate::callstack::FuncId(0),
+            entry,
+            ret: None,
+            kind,
+            start: 0,
+        };
+        let call = frame(FrameKind::Call, 0x100);
+        let tail = frame(FrameKind::TailCall, 0x200);
+        let (a, b) = (ThreadKey::of_id(0x10), ThreadKey::of_id(0x12));
+        let buf = crate::sinks::SharedBuffer::new();
+        let mut sink = ChromeSink::new(buf.clone());
+        sink.begin(&RunInfo::default()).expect("begin");
+        let steps: [(ThreadKey, u64, &[Frame], &[Frame]); 6] = [
+            (a, 1000, &[], &[call]),
+            (b, 1000, &[], &[tail]),
+            (a, 2000, &[call], &[]),
+            (b, 3000, &[tail], &[]),
+            (a, 4000, &[], &[call]),
+            (a, 5000, &[call], &[]),
+        ];
+        let event =
+            crate::test_events::range(0x100, 1, trace_core::event::InsnClass::Other, false, false);
+        for (thread, time, closed, opened) in steps {
+            let ctx = EventCtx {
+                thread,
+                time,
+                end: time,
+                cycles: 0,
+                closed,
+                opened,
+                stack: opened,
+                names: &names,
+                symbols: &symbols,
+                memory: None,
+                clock: &clock,
+                tasks: &[],
+                switch: None,
+            };
+            let flow = sink.event(&event, &ctx).expect("event");
+            assert!(matches!(flow, Flow::Continue));
+        }
+        sink.finish(&RunInfo::default()).expect("finish");
+        let json: serde_json::Value = serde_json::from_slice(&buf.bytes()).expect("JSON");
+        let line = |ph: &str, kind: &str, entry: &str, ts: f64| {
+            (
+                ph.to_owned(),
+                kind.to_owned(),
+                "f".to_owned(),
+                entry.to_owned(),
+                ts,
+            )
+        };
+        assert_eq!(
+            slices(&json, 0x10),
+            [
+                line("B", "call", "0x00000100", 1.0),
+                line("E", "call", "0x00000100", 2.0),
+                line("B", "call", "0x00000100", 4.0),
+                line("E", "call", "0x00000100", 5.0),
+            ]
+        );
+        assert_eq!(
+            slices(&json, 0x12),
+            [
+                line("B", "tail_call", "0x00000200", 1.0),
+                line("E", "tail_call", "0x00000200", 3.0),
+            ]
+        );
+    }
 
     fn ts(clock: &ClockInfo, ticks: u64) -> String {
         let mut v = Vec::new();
@@ -688,6 +937,12 @@ mod tests {
         assert_eq!(ts(&clock, 3), "0.002");
         let ns = ClockInfo::default();
         assert_eq!(ts(&ns, 123_456_789_012_345_678), "123456789012345.678");
+        // Either side of where `ticks * 2e9` leaves 64 bits: at 1 GHz a
+        // tick is a nanosecond.
+        let edge = u64::MAX / 2_000_000_000;
+        for t in [edge - 1, edge, edge + 1, u64::MAX] {
+            assert_eq!(ts(&ns, t), format!("{}.{:03}", t / 1000, t % 1000), "{t}");
+        }
         let odd = ClockInfo::new(ClockKind::Cycles, Some(1.5e9 + 0.25));
         assert_eq!(
             ts(&odd, 3_000_000_500),

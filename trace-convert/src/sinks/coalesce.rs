@@ -86,7 +86,7 @@ impl Instants {
     /// Whether `thread` holds instants.
     #[must_use]
     pub fn holds(&self, thread: ThreadKey) -> bool {
-        self.runs.get(&thread).is_some_and(|r| !r.held.is_empty())
+        !self.runs.is_empty() && self.runs.get(&thread).is_some_and(|r| !r.held.is_empty())
     }
 
     /// End `thread`'s run: its instants, in the order they first came.
