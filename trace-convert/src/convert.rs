@@ -364,6 +364,11 @@ pub struct Converter<'a> {
     interests: Vec<Interest>,
     /// Some sink is given every event.
     every: bool,
+    /// Quiet ranges are summed ([`Interest::Weights`]): some sink takes
+    /// them so and none takes every event.
+    summing: bool,
+    /// The quiet ranges summed and not handed on yet.
+    quiet: Option<Quiet>,
     /// Some sink is given batches of events ([`Interest::EventsOnly`]).
     batching: bool,
     /// Every sink stopped ([`Flow::Stop`]) and some sink was added.
@@ -400,6 +405,15 @@ pub struct Converter<'a> {
     /// The task stage watches some source's events (see
     /// [`crate::tasks::Tracker::watching`]).
     watching: bool,
+}
+
+/// Quiet ranges of one thread summed ([`Interest::Weights`]): the first
+/// with the count of all, and their times and cycles.
+#[derive(Debug, Clone, Copy)]
+struct Quiet {
+    event: Event,
+    thread: ThreadKey,
+    span: crate::clock::Span,
 }
 
 /// What a [`Converter`] keeps of one trace ID: its counters (those without
@@ -458,6 +472,8 @@ impl<'a> Converter<'a> {
             sinks: Vec::new(),
             interests: Vec::new(),
             every: false,
+            summing: false,
+            quiet: None,
             batching: false,
             stopped: false,
             stops: Vec::new(),
@@ -584,7 +600,10 @@ impl<'a> Converter<'a> {
     /// Set what the sinks as a whole are given, from their interests.
     fn given(&mut self) {
         // A window looks at every event.
-        self.every = self.interests.contains(&Interest::Every) || self.window.is_some();
+        let all = self.interests.contains(&Interest::Every);
+        let weights = self.interests.contains(&Interest::Weights);
+        self.every = all || weights || self.window.is_some();
+        self.summing = weights && !all && self.window.is_none();
         self.batching = self.interests.contains(&Interest::EventsOnly);
     }
 
@@ -724,6 +743,7 @@ impl<'a> Converter<'a> {
         if self.watching && self.tracker.watching(e.id) {
             // The task stage holds this source's events back, or waits to
             // see where an exception return goes.
+            self.flush_quiet()?;
             self.ids[usize::from(e.id)].event(e);
             self.watched(e, memory.of(e.id))?;
             return self.batch_if(batch, e);
@@ -736,18 +756,25 @@ impl<'a> Converter<'a> {
                 if self.every {
                     let span = self.clocks.advance_range(e.id, r);
                     let thread = self.stacks.current(e.id);
-                    self.dispatch(e, thread, span, memory.of(e.id), false)?;
+                    if self.summing && self.switch_note.is_none() {
+                        self.sum_quiet(e, r, thread, span)?;
+                    } else {
+                        self.dispatch(e, thread, span, memory.of(e.id), false)?;
+                    }
                 } else {
                     self.clocks.step_range(e.id, r);
                 }
                 return self.batch_if(batch, e);
             }
+            // The frames change: the quiet ranges before go first.
+            self.flush_quiet()?;
             // Without inlined scopes the short path turned it down for a
             // change of frames.
             if self.symbols.has_inline_scopes() && self.inline_range(e, r, memory.of(e.id))? {
                 return self.batch_if(batch, e);
             }
         }
+        self.flush_quiet()?;
         self.any_event(e, memory.of(e.id))?;
         self.batch_if(batch, e)
     }
@@ -976,6 +1003,48 @@ impl<'a> Converter<'a> {
         Ok(())
     }
 
+    /// Add the quiet range `r` of `e` (of `thread`, at `span`) to the sum
+    /// of those before it ([`Interest::Weights`]); a range of another
+    /// thread, or one whose count no longer fits, hands the sum on and
+    /// starts another.
+    #[inline(always)]
+    fn sum_quiet(
+        &mut self,
+        e: &Event,
+        r: &Range,
+        thread: ThreadKey,
+        span: crate::clock::Span,
+    ) -> io::Result<()> {
+        if let Some(q) = &mut self.quiet {
+            if q.thread == thread && q.event.id == e.id {
+                if let EventKind::Range(sum) = &mut q.event.kind {
+                    if let Some(count) = sum.count.checked_add(r.count) {
+                        sum.count = count;
+                        q.span.end = span.end;
+                        q.span.cycles = q.span.cycles.saturating_add(span.cycles);
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        self.flush_quiet()?;
+        self.quiet = Some(Quiet {
+            event: *e,
+            thread,
+            span,
+        });
+        Ok(())
+    }
+
+    /// Hand on the quiet ranges summed so far, if any.
+    #[inline]
+    fn flush_quiet(&mut self) -> io::Result<()> {
+        match self.quiet.take() {
+            None => Ok(()),
+            Some(q) => self.dispatch_plain(&q.event, q.thread, q.span, None, false),
+        }
+    }
+
     #[inline]
     fn dispatch(
         &mut self,
@@ -985,6 +1054,7 @@ impl<'a> Converter<'a> {
         memory: Option<&dyn MemoryImage>,
         changed: bool,
     ) -> io::Result<()> {
+        self.flush_quiet()?;
         if self.window.is_some() {
             return self.dispatch_windowed(e, thread, span, memory, changed);
         }
@@ -1060,6 +1130,7 @@ impl<'a> Converter<'a> {
     /// A sink's output error.
     pub fn finish(mut self) -> io::Result<ConvertReport> {
         self.begin()?;
+        go_on(self.flush_quiet())?;
         go_on(self.release_held(None))?;
         go_on(self.flush())?;
         for t in self.stacks.all_open_threads() {

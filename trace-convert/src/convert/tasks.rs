@@ -90,6 +90,7 @@ impl Converter<'_> {
     /// its events (`memory`: the image of each source); at the end of a
     /// capture.
     pub(super) fn release_held<'m>(&mut self, memory: impl MemoryOf<'m>) -> io::Result<()> {
+        self.flush_quiet()?;
         let released = self.tracker.release_all(self.symbols);
         self.watching = self.tracker.watches_any();
         for release in released {

@@ -144,6 +144,14 @@ pub enum Interest {
     /// Every event.
     #[default]
     Every,
+    /// Every event, but the ranges that open and close no frame and mark
+    /// nothing, one after the other on one thread, handed on as one: the
+    /// first of them, its instruction count the sum of theirs, with the
+    /// context of the first but for the time they end at
+    /// ([`EventCtx::end`](super::EventCtx::end)), their cycles summed
+    /// ([`EventCtx::cycles`](super::EventCtx::cycles)) and no memory
+    /// image. For sinks that only weigh what runs (folded stacks).
+    Weights,
     /// Only events that open or close frames, and exceptions, gaps,
     /// trace-on and memory-not-accessible events: what a timeline draws.
     /// Most events (ranges inside one function) are then never handed
@@ -166,7 +174,10 @@ impl Interest {
     /// clock.
     #[must_use]
     pub fn needs_stacks(self) -> bool {
-        matches!(self, Interest::Every | Interest::StackChanges)
+        matches!(
+            self,
+            Interest::Every | Interest::Weights | Interest::StackChanges
+        )
     }
 
     /// Whether a sink with this interest is given `event` with its context
@@ -175,7 +186,7 @@ impl Interest {
     #[inline]
     pub fn wants(self, event: &Event, changed: bool) -> bool {
         match self {
-            Interest::Every => true,
+            Interest::Every | Interest::Weights => true,
             Interest::StackChanges => changed || is_instant(event),
             Interest::EventsOnly | Interest::Nothing => false,
         }

@@ -41,7 +41,9 @@ use crate::callstack::FrameKind;
 use crate::fast_map::FastMap;
 use crate::input::source::Task;
 use crate::sinks::context::core_name;
-use crate::sinks::{EventCtx, Flow, NoParts, Output, RunInfo, Sink, SourceName, ThreadKey};
+use crate::sinks::{
+    EventCtx, Flow, Interest, NoParts, Output, RunInfo, Sink, SourceName, ThreadKey,
+};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use trace_core::event::{Event, EventKind};
@@ -576,6 +578,11 @@ impl<W: Output> Sink for FoldedSink<W> {
         self.stacks.set_sources(&info.sources);
         self.stacks.set_tasks(&info.tasks);
         Ok(())
+    }
+
+    fn interest(&self) -> Interest {
+        // Quiet ranges weigh on the frame they run in, in any number.
+        Interest::Weights
     }
 
     fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<Flow> {

@@ -19,7 +19,7 @@ mod tests;
 
 use self::table::ReportTable;
 use self::write::Report;
-use crate::sinks::{EventCtx, Flow, NoParts, Output, RunInfo, Sink};
+use crate::sinks::{EventCtx, Flow, Interest, NoParts, Output, RunInfo, Sink};
 use std::io;
 use std::path::Path;
 use trace_core::event::Event;
@@ -129,6 +129,11 @@ impl<W: Output> Sink for ReportSink<W> {
             t.begin(info);
         }
         Ok(())
+    }
+
+    fn interest(&self) -> Interest {
+        // Quiet ranges count on the frame they run in, in any number.
+        Interest::Weights
     }
 
     fn event(&mut self, event: &Event, ctx: &EventCtx<'_>) -> io::Result<Flow> {

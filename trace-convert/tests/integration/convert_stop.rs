@@ -117,6 +117,7 @@ fn a_sink_that_stops_is_handed_nothing_more_and_the_others_go_on() {
     assert!(total_events(&alone_report) > 100, "the example has events");
     for interest in [
         Interest::Every,
+        Interest::Weights,
         Interest::StackChanges,
         Interest::EventsOnly,
     ] {

@@ -23,6 +23,7 @@ mod convert_parts;
 mod convert_real;
 mod convert_slices;
 mod convert_stop;
+mod convert_weights;
 mod coverage_inlined;
 mod coverage_spaces;
 mod cycles_ignored;
