@@ -101,7 +101,7 @@ pub struct ChromeSink<W: Output> {
     /// The line being written.
     line: Vec<u8>,
     /// The event's `ts`.
-    ts: Vec<u8>,
+    ts: EventTs,
     /// What the ITM sources' events draw, and each ITM thread's latest
     /// time.
     itm: ItmTimeline,
@@ -134,7 +134,7 @@ impl<W: Output> ChromeSink<W> {
             head_len: 0,
             head_ids: None,
             line: Vec::with_capacity(256),
-            ts: Vec::with_capacity(32),
+            ts: EventTs::default(),
             itm: ItmTimeline::default(),
             itm_time: FastMap::default(),
         }
@@ -650,41 +650,103 @@ fn push_hex_str(line: &mut Vec<u8>, v: u32) {
 /// the nearest, halves up), into `out`.
 fn write_ts(out: &mut Vec<u8>, clock: &ClockInfo, ticks: u64) {
     out.clear();
-    let hz = clock.hz;
-    // An integral frequency gives the exact quotient; any other the
-    // floating-point one.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let whole = (hz.fract() == 0.0 && (1.0..=9.0e15).contains(&hz)).then_some(hz as u64);
-    match whole {
+    match whole_hz(clock.hz) {
         Some(hz) => {
-            // The quotient in 64 bits where it fits (`hz` is at most
-            // 9e15, so `2 * hz` always does), else in 128.
-            let (micros, frac) = match ticks
-                .checked_mul(2_000_000_000)
-                .and_then(|t| t.checked_add(hz))
-            {
-                Some(t) => {
-                    let nanos = t / (2 * hz);
-                    (nanos / 1000, (nanos % 1000) as u16)
-                }
-                None => {
-                    let hz = u128::from(hz);
-                    let nanos = (u128::from(ticks) * 2_000_000_000 + hz) / (2 * hz);
-                    (
-                        u64::try_from(nanos / 1000).unwrap_or(u64::MAX),
-                        (nanos % 1000) as u16,
-                    )
-                }
-            };
+            let (micros, frac) = split_ts(ticks, hz);
             out.extend_from_slice(itoa::Buffer::new().format(micros).as_bytes());
             out.push(b'.');
-            out.extend_from_slice(&[
-                b'0' + (frac / 100) as u8,
-                b'0' + (frac / 10 % 10) as u8,
-                b'0' + (frac % 10) as u8,
-            ]);
+            out.extend_from_slice(&frac_digits(frac));
         }
         None => out.extend_from_slice(format!("{:.3}", clock.micros(ticks)).as_bytes()),
+    }
+}
+
+/// `hz` when integral (and in the range [`split_ts`] takes): such a
+/// frequency gives the exact quotient; any other the floating-point one.
+fn whole_hz(hz: f64) -> Option<u64> {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    (hz.fract() == 0.0 && (1.0..=9.0e15).contains(&hz)).then_some(hz as u64)
+}
+
+/// `ticks` at `hz` as whole microseconds and thousandths (nanoseconds,
+/// rounded to the nearest, halves up).
+#[inline]
+fn split_ts(ticks: u64, hz: u64) -> (u64, u16) {
+    // The quotient in 64 bits where it fits (`hz` is at most 9e15, so
+    // `2 * hz` always does), else in 128.
+    match ticks
+        .checked_mul(2_000_000_000)
+        .and_then(|t| t.checked_add(hz))
+    {
+        Some(t) => {
+            let nanos = t / (2 * hz);
+            (nanos / 1000, (nanos % 1000) as u16)
+        }
+        None => {
+            let hz = u128::from(hz);
+            let nanos = (u128::from(ticks) * 2_000_000_000 + hz) / (2 * hz);
+            (
+                u64::try_from(nanos / 1000).unwrap_or(u64::MAX),
+                (nanos % 1000) as u16,
+            )
+        }
+    }
+}
+
+/// The three digits of `frac` (below 1000).
+#[inline]
+fn frac_digits(frac: u16) -> [u8; 3] {
+    [
+        b'0' + (frac / 100 % 10) as u8,
+        b'0' + (frac / 10 % 10) as u8,
+        b'0' + (frac % 10) as u8,
+    ]
+}
+
+/// An event's `ts` as [`write_ts`] writes it, made from the previous
+/// one's: events come in order of time, many within one microsecond,
+/// whose digits are then kept.
+#[derive(Debug, Default)]
+struct EventTs {
+    text: Vec<u8>,
+    /// The frequency last seen (its bits) and [`whole_hz`] of it.
+    hz: Option<(u64, Option<u64>)>,
+    /// The whole microseconds `text` starts with, and where they and the
+    /// point end.
+    micros: Option<u64>,
+    int_len: usize,
+}
+
+impl EventTs {
+    /// The `ts` of `ticks` on `clock`.
+    #[inline]
+    fn at(&mut self, clock: &ClockInfo, ticks: u64) -> &[u8] {
+        let bits = clock.hz.to_bits();
+        let whole = match self.hz {
+            Some((b, w)) if b == bits => w,
+            _ => {
+                let w = whole_hz(clock.hz);
+                self.hz = Some((bits, w));
+                w
+            }
+        };
+        let Some(hz) = whole else {
+            self.micros = None;
+            write_ts(&mut self.text, clock, ticks);
+            return &self.text;
+        };
+        let (micros, frac) = split_ts(ticks, hz);
+        if self.micros != Some(micros) {
+            self.text.clear();
+            self.text
+                .extend_from_slice(itoa::Buffer::new().format(micros).as_bytes());
+            self.text.push(b'.');
+            self.int_len = self.text.len();
+            self.micros = Some(micros);
+        }
+        self.text.truncate(self.int_len);
+        self.text.extend_from_slice(&frac_digits(frac));
+        &self.text
     }
 }
 
@@ -749,8 +811,7 @@ impl<W: Output> Sink for ChromeSink<W> {
             self.write_held(ctx.thread, ctx.clock)?;
         }
         let mut ts = std::mem::take(&mut self.ts);
-        write_ts(&mut ts, ctx.clock, ctx.time);
-        let done = self.write_change(ctx, name, pid, tid, &ts);
+        let done = self.write_change(ctx, name, pid, tid, ts.at(ctx.clock, ctx.time));
         self.ts = ts;
         done?;
         Ok(Flow::Continue)
@@ -924,6 +985,29 @@ mod tests {
                 assert_eq!(
                     ts(&clock, ticks),
                     format!("{:.3}", clock.micros(ticks)),
+                    "{ticks} ticks at {hz} Hz"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn event_timestamps_equal_those_written_afresh() {
+        // In order of time with many in one microsecond, then at random
+        // (with clock changes between), as `write_ts` writes each alone.
+        let mut made = EventTs::default();
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        for hz in [1e9, 2.5e9, 3e8, 1.5e9 + 0.25, 1e9] {
+            let clock = ClockInfo::new(ClockKind::Cycles, Some(hz));
+            let mut ticks = 0u64;
+            for i in 0..5_000u64 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                ticks = if i % 7 == 6 { x } else { ticks + x % 400 };
+                assert_eq!(
+                    String::from_utf8_lossy(made.at(&clock, ticks)),
+                    ts(&clock, ticks),
                     "{ticks} ticks at {hz} Hz"
                 );
             }
