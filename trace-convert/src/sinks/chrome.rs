@@ -53,7 +53,9 @@ use crate::fast_map::{FastMap, FastSet};
 use crate::input::source::Task;
 use crate::profile::{Profile, Profiles};
 use crate::sinks::context::core_name;
-use crate::sinks::{EventCtx, Flow, Interest, NoParts, Output, RunInfo, Sink, ThreadKey};
+use crate::sinks::{
+    is_instant, EventCtx, Flow, Interest, NoParts, Output, RunInfo, Sink, ThreadKey,
+};
 use std::io;
 use trace_core::event::{Event, EventKind};
 
@@ -100,8 +102,8 @@ pub struct ChromeSink<W: Output> {
     head_ids: Option<(u64, u64)>,
     /// The line being written.
     line: Vec<u8>,
-    /// The event's `ts`.
-    ts: EventTs,
+    /// The event's `ts` (boxed: taken out and put back for each event).
+    ts: Option<Box<EventTs>>,
     /// What the ITM sources' events draw, and each ITM thread's latest
     /// time.
     itm: ItmTimeline,
@@ -134,7 +136,7 @@ impl<W: Output> ChromeSink<W> {
             head_len: 0,
             head_ids: None,
             line: Vec::with_capacity(256),
-            ts: EventTs::default(),
+            ts: Some(Box::default()),
             itm: ItmTimeline::default(),
             itm_time: FastMap::default(),
         }
@@ -256,8 +258,22 @@ impl<W: Output> ChromeSink<W> {
 
     /// [`write_begun`](Self::write_begun) of the thread whose lines are
     /// at `at` in `begun`, if any.
+    #[inline(always)]
     fn write_begun_at(&mut self, at: Option<usize>, ts: Option<&[u8]>) -> io::Result<()> {
-        let Some(begun) = at.and_then(|i| self.begun.get_mut(i)) else {
+        let Some(i) = at else {
+            return Ok(());
+        };
+        match self.begun.get(i) {
+            Some(b) if !b.ends.is_empty() => self.write_held_lines(i, ts),
+            _ => Ok(()),
+        }
+    }
+
+    /// [`write_begun_at`](Self::write_begun_at) for a thread that holds
+    /// lines.
+    #[inline(never)]
+    fn write_held_lines(&mut self, i: usize, ts: Option<&[u8]>) -> io::Result<()> {
+        let Some(begun) = self.begun.get_mut(i) else {
             return Ok(());
         };
         if begun.ends.is_empty() || ts.is_some_and(|ts| ts == begun.ts.as_slice()) {
@@ -796,8 +812,12 @@ impl<W: Output> Sink for ChromeSink<W> {
             return Ok(Flow::Continue);
         }
         let (pid, tid) = self.ids(ctx.thread)?;
-        let profile = self.profiles.of(event.id);
-        let name = instant_name(event, profile);
+        // Only instants are named (a range, the most common event, is not).
+        let name = if is_instant(event) {
+            instant_name(event, self.profiles.of(event.id))
+        } else {
+            None
+        };
         if !changed {
             // Held while the stack stays as it is.
             if let Some(name) = name {
@@ -810,9 +830,9 @@ impl<W: Output> Sink for ChromeSink<W> {
         if self.instants.holds(ctx.thread) {
             self.write_held(ctx.thread, ctx.clock)?;
         }
-        let mut ts = std::mem::take(&mut self.ts);
+        let mut ts = self.ts.take().unwrap_or_default();
         let done = self.write_change(ctx, name, pid, tid, ts.at(ctx.clock, ctx.time));
-        self.ts = ts;
+        self.ts = Some(ts);
         done?;
         Ok(Flow::Continue)
     }

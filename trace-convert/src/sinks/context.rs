@@ -66,6 +66,7 @@ impl EventCtx<'_> {
 
     /// The RTOS task of `thread`, when it is one.
     #[must_use]
+    #[inline]
     pub fn task(&self, thread: ThreadKey) -> Option<&Task> {
         task_of(self.tasks, thread)
     }
@@ -73,6 +74,7 @@ impl EventCtx<'_> {
 
 /// The RTOS task of `thread` in `tasks` (by number), when it is one.
 #[must_use]
+#[inline]
 pub fn task_of(tasks: &[Task], thread: ThreadKey) -> Option<&Task> {
     let n = usize::try_from(thread.rtos?).ok()?;
     tasks.get(n.checked_sub(1)?)
