@@ -148,11 +148,13 @@ pub enum Interest {
     Every,
     /// Every event, but the ranges that open and close no frame and mark
     /// nothing, one after the other on one thread, handed on as one: the
-    /// first of them, its instruction count the sum of theirs, with the
-    /// context of the first but for the time they end at
-    /// ([`EventCtx::end`](super::EventCtx::end)), their cycles summed
-    /// ([`EventCtx::cycles`](super::EventCtx::cycles)) and no memory
-    /// image. For sinks that only weigh what runs (folded stacks).
+    /// first of them with its instruction count the sum of theirs (its
+    /// other fields are the first's own), in the context of the first but
+    /// for the time they end at ([`EventCtx::end`](super::EventCtx::end)),
+    /// their cycles summed ([`EventCtx::cycles`](super::EventCtx::cycles))
+    /// and no memory image. For sinks that only weigh what runs (the
+    /// folded stacks, the report). Summed only while no sink takes
+    /// [`Interest::Every`] and no window applies.
     Weights,
     /// Only events that open or close frames, and exceptions, gaps,
     /// trace-on and memory-not-accessible events: what a timeline draws.
