@@ -194,8 +194,7 @@ impl Default for CodeNames {
 impl CodeNames {
     #[inline]
     fn slot(&mut self, addr: u32) -> Option<&mut Option<(u32, FuncId)>> {
-        let h = (addr >> 1).wrapping_mul(0x9E37_79B1) >> 24;
-        self.0.get_mut(h as usize & (CODE_SLOTS - 1))
+        self.0.get_mut(addr_hash8(addr) as usize & (CODE_SLOTS - 1))
     }
 }
 
@@ -496,6 +495,13 @@ fn ret_bit(addr: u32) -> u64 {
     1 << (((addr >> 1) ^ (addr >> 7)) % 64)
 }
 
+/// Eight bits of a code address, hashed (Fibonacci hashing of the
+/// halfword address): the slot or bit of [`CodeNames`] and [`CallFilter`].
+#[inline(always)]
+fn addr_hash8(addr: u32) -> u32 {
+    (addr >> 1).wrapping_mul(0x9E37_79B1) >> 24
+}
+
 /// A filter of the addresses calls went to ([`Shared::call_targets`]): an
 /// address whose bit is clear is none of them.
 #[derive(Debug, Default)]
@@ -505,7 +511,7 @@ impl CallFilter {
     /// The word and bit of `addr`.
     #[inline(always)]
     fn at(addr: u32) -> (usize, u64) {
-        let h = (addr >> 1).wrapping_mul(0x9E37_79B1) >> 24;
+        let h = addr_hash8(addr);
         ((h as usize >> 6) & 3, 1 << (h & 63))
     }
 

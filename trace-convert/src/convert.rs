@@ -774,6 +774,8 @@ impl<'a> Converter<'a> {
                 return self.batch_if(batch, e);
             }
         }
+        // Any other event may change frames too (a range that does has
+        // flushed above; flushing again is a test of `None`).
         self.flush_quiet()?;
         self.any_event(e, memory.of(e.id))?;
         self.batch_if(batch, e)
@@ -1016,7 +1018,8 @@ impl<'a> Converter<'a> {
         span: crate::clock::Span,
     ) -> io::Result<()> {
         if let Some(q) = &mut self.quiet {
-            if q.thread == thread && q.event.id == e.id {
+            // The thread names the trace ID too.
+            if q.thread == thread {
                 if let EventKind::Range(sum) = &mut q.event.kind {
                     if let Some(count) = sum.count.checked_add(r.count) {
                         sum.count = count;
