@@ -369,6 +369,10 @@ enum Pending {
 #[derive(Debug, Default)]
 struct Thread {
     frames: Vec<Frame>,
+    /// `masks[i]` is the filter of the return addresses of `frames[..=i]`
+    /// ([`ret_bit`] of each), so that closing frames finds the filter of
+    /// those left without going through them.
+    masks: Vec<u64>,
     overflow: u64,
     pending: Pending,
     prev_end: Option<u32>,
@@ -413,11 +417,15 @@ impl Thread {
     /// Make `rets` and `inl` again from the frames (after frames were
     /// closed).
     fn refilter(&mut self) {
-        self.rets = self
-            .frames
-            .iter()
-            .filter_map(|f| f.ret)
-            .fold(0, |m, r| m | ret_bit(r));
+        self.masks.truncate(self.frames.len());
+        self.rets = self.masks.last().copied().unwrap_or(0);
+        debug_assert_eq!(
+            self.rets,
+            self.frames
+                .iter()
+                .filter_map(|f| f.ret)
+                .fold(0, |m, r| m | ret_bit(r))
+        );
         self.inl = self
             .frames
             .iter()
@@ -530,6 +538,36 @@ impl CallFilter {
     }
 }
 
+/// The call targets met last, one per slot of [`addr_hash8`]: a call to
+/// one of them needs no look into [`Shared::call_targets`], which holds
+/// it already.
+#[derive(Debug)]
+struct RecentCalls(Box<[u64; 256]>);
+
+impl Default for RecentCalls {
+    fn default() -> RecentCalls {
+        // No address is `u64::MAX`.
+        RecentCalls(Box::new([u64::MAX; 256]))
+    }
+}
+
+impl RecentCalls {
+    /// Whether `addr` is not the latest call target of its slot; it
+    /// becomes it.
+    #[inline(always)]
+    fn fresh(&mut self, addr: u32) -> bool {
+        let slot = self.0.get_mut(addr_hash8(addr) as usize);
+        match slot {
+            Some(s) if *s == u64::from(addr) => false,
+            Some(s) => {
+                *s = u64::from(addr);
+                true
+            }
+            None => true,
+        }
+    }
+}
+
 /// The call stacks of every thread.
 #[derive(Debug)]
 pub struct CallStacks {
@@ -558,6 +596,8 @@ struct Shared {
     /// The filter of `call_targets`, read by the short path when there are
     /// no symbols ([`Shared::calls`]).
     call_filter: CallFilter,
+    /// The targets last added to both.
+    recent_calls: RecentCalls,
     /// No symbols: a branch is a tail call only to a call target.
     no_symbols: bool,
     /// The function last found by `function_of`: start, end, index.
@@ -590,6 +630,7 @@ impl CallStacks {
                 names: Names::default(),
                 call_targets: FastSet::default(),
                 call_filter: CallFilter::default(),
+                recent_calls: RecentCalls::default(),
                 no_symbols: false,
                 fn_cache: None,
                 max_depth: max_depth.max(1),
@@ -811,6 +852,7 @@ impl CallStacks {
             .and_then(|i| self.threads.get_mut(i))
         {
             self.shared.closed.extend(t.frames.drain(..).rev());
+            t.masks.clear();
             t.rets = 0;
             t.inl = 0;
             t.quick = Quick::default();
@@ -978,6 +1020,7 @@ impl Shared {
                     }
                 }
                 self.closed.extend(t.frames.drain(..).rev());
+                t.masks.clear();
                 t.rets = 0;
                 t.inl = 0;
                 t.overflow = 0;
@@ -995,6 +1038,7 @@ impl Shared {
         } else {
             t.frames.push(frame);
             t.rets |= frame.ret.map_or(0, ret_bit);
+            t.masks.push(t.rets);
             t.inl = 0;
             self.opened.push(frame);
         }
@@ -1003,10 +1047,9 @@ impl Shared {
 
     /// Close frames `i..` (innermost first).
     fn pop_to(&mut self, t: &mut Thread, i: usize) {
-        while t.frames.len() > i {
-            if let Some(f) = t.frames.pop() {
-                self.closed.push(f);
-            }
+        if let Some(gone) = t.frames.get(i..) {
+            self.closed.extend(gone.iter().rev());
+            t.frames.truncate(i);
         }
         t.refilter();
         t.overflow = 0;
@@ -1065,11 +1108,13 @@ impl Shared {
             }
             keep += 1;
         }
+        // Inlined frames return nowhere: the filter stays as it is.
         while t.frames.len() > base + keep {
             if let Some(f) = t.frames.pop() {
                 self.closed.push(f);
             }
         }
+        t.masks.truncate(t.frames.len());
         for site in chain.iter().skip(keep) {
             if t.frames.len() >= self.max_depth {
                 break;
@@ -1082,6 +1127,7 @@ impl Shared {
                 start: time,
             };
             t.frames.push(f);
+            t.masks.push(t.rets);
             self.opened.push(f);
         }
         t.inl = t.frames.len().saturating_sub(base);
@@ -1125,8 +1171,10 @@ impl Shared {
         match pending {
             Pending::Call { ret } => {
                 self.stats.calls += 1;
-                self.call_targets.insert(target);
-                self.call_filter.add(target);
+                if self.recent_calls.fresh(target) {
+                    self.call_targets.insert(target);
+                    self.call_filter.add(target);
+                }
                 let f = self.code_frame(FrameKind::Call, target, Some(ret), time, symbols);
                 self.push(t, f);
             }
@@ -1602,5 +1650,69 @@ mod tests {
         }
         assert_eq!(s.stack(k).len(), 4);
         assert_eq!(s.stats().dropped, 6);
+    }
+
+    /// The return-address filter of each thread, kept per frame so that
+    /// closing frames finds it without going through those left, equals
+    /// the one made afresh from the frames after any sequence of calls,
+    /// returns, tail calls, branches, exceptions, gaps and inlined
+    /// scopes, within and beyond the depth bound, through either path.
+    #[test]
+    fn the_return_filter_is_the_frames_own() {
+        use proptest::prelude::*;
+        let f = |start, end, name: &str| crate::symbols::Function {
+            start,
+            end,
+            name: name.to_owned(),
+            thumb: false,
+        };
+        let mut inl =
+            Symbolizer::with_functions(vec![f(0x100, 0x200, "outer"), f(0x300, 0x320, "leaf")]);
+        inl.with_test_scopes(
+            0,
+            &[
+                (0x110, 0x130, &[("a", 0x110)]),
+                (0x118, 0x120, &[("a", 0x110), ("b", 0x118)]),
+            ],
+        );
+        let empty = Symbolizer::empty();
+        // A step: an address among a few (so that returns and branches
+        // meet return addresses), how the range ends, or another event.
+        let step = (0u32..24, 0u8..8, any::<bool>());
+        proptest!(ProptestConfig::with_cases(256), |(
+            steps in proptest::collection::vec(step, 1..120),
+            depth in 1usize..8,
+            with_scopes in any::<bool>(),
+        )| {
+            let sym = if with_scopes { &inl } else { &empty };
+            let mut s = CallStacks::new(depth);
+            for (at, how, quick) in steps {
+                let start = 0x100 + 8 * at;
+                let e = match how {
+                    0 => range(start, 2, InsnClass::Branch, true, false),
+                    1 => range(start, 1, InsnClass::IndirectBranch, false, true),
+                    2 => range(start, 1, InsnClass::Branch, false, false),
+                    3 => range(start, 3, InsnClass::Other, false, false),
+                    4 => ev(EventKind::Exception {
+                        number: 14,
+                        ret: Some(start + 4),
+                    }),
+                    5 => ev(EventKind::ExceptionReturn),
+                    6 if at == 0 => ev(EventKind::NoSync),
+                    _ => range(start, 1, InsnClass::IndirectBranch, false, false),
+                };
+                feed_either(&mut s, &e, quick, sym);
+                for t in &s.threads {
+                    let fresh = t
+                        .frames
+                        .iter()
+                        .filter_map(|f| f.ret)
+                        .fold(0, |m, r| m | ret_bit(r));
+                    prop_assert_eq!(t.rets, fresh);
+                    prop_assert_eq!(t.masks.len(), t.frames.len());
+                    prop_assert_eq!(t.masks.last().copied().unwrap_or(0), fresh);
+                }
+            }
+        });
     }
 }

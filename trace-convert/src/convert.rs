@@ -861,9 +861,10 @@ impl<'a> Converter<'a> {
             // The window hands on the events it keeps one by one.
             return self.take_each(events.iter(), memory, true);
         }
-        if self.any_no_cycles && events.iter().any(|e| self.strips(e)) {
+        if self.batching && self.any_no_cycles && events.iter().any(|e| self.strips(e)) {
             // The sinks that take batches are handed the events without
-            // the cycles, one by one.
+            // the cycles, one by one (without such sinks, `take` strips
+            // each event as it comes).
             return self.take_each(events.iter(), memory, true);
         }
         self.take_each(events.iter(), memory, false)?;

@@ -94,9 +94,10 @@ pub struct ChromeSink<W: Output> {
     /// Each function's slice line from its category on (see [`Tail`]),
     /// by its id.
     tails: Vec<Option<Tail>>,
-    /// The start of the event's slice lines, up to its `ts` (see
-    /// [`begin_line`]); its phase is byte [`PH_AT`]. Before the `ts`,
-    /// `head_len` bytes for the `pid` and `tid` in `head_ids`.
+    /// The start of the event's slice lines, up to its `ts`: the
+    /// separator `,\n` and [`begin_line`]'s part, the phase at byte
+    /// [`SEP_PH_AT`]. Before the `ts`, `head_len` bytes for the `pid`
+    /// and `tid` in `head_ids`.
     head: Vec<u8>,
     head_len: usize,
     head_ids: Option<(u64, u64)>,
@@ -208,6 +209,7 @@ impl<W: Output> ChromeSink<W> {
     /// category `exception`, in `self.line`.
     fn exception_line(&mut self, ph: u8, pid: u64, tid: u64, ts: &[u8], name: &str) {
         let l = &mut self.line;
+        l.clear();
         begin_line(l, ph, pid, tid, ts);
         l.extend_from_slice(br#","cat":"exception","name":"#);
         l.extend_from_slice(json_str(name).as_bytes());
@@ -279,18 +281,11 @@ impl<W: Output> ChromeSink<W> {
         if begun.ends.is_empty() || ts.is_some_and(|ts| ts == begun.ts.as_slice()) {
             return Ok(());
         }
-        let mut from = 0;
-        for &end in &begun.ends {
-            if self.first {
-                self.first = false;
-                self.out.write_all(b"\n")?;
-            } else {
-                self.out.write_all(b",\n")?;
-            }
-            self.out
-                .write_all(begun.lines.get(from..end).unwrap_or_default())?;
-            from = end;
-        }
+        // Each line begins with its separator, `,\n`: written in one go,
+        // but for the comma of the first line of the file.
+        let skip = usize::from(std::mem::take(&mut self.first));
+        self.out
+            .write_all(begun.lines.get(skip..).unwrap_or_default())?;
         begun.lines.clear();
         begun.ends.clear();
         Ok(())
@@ -490,10 +485,12 @@ impl<W: Output> ChromeSink<W> {
         if self.head_ids == Some((pid, tid)) {
             self.head.truncate(self.head_len);
             self.head.extend_from_slice(ts);
-            if let Some(ph) = self.head.get_mut(PH_AT) {
+            if let Some(ph) = self.head.get_mut(SEP_PH_AT) {
                 *ph = b'E';
             }
         } else {
+            self.head.clear();
+            self.head.extend_from_slice(b",\n");
             begin_line(&mut self.head, b'E', pid, tid, b"");
             self.head_len = self.head.len();
             self.head_ids = Some((pid, tid));
@@ -508,8 +505,11 @@ impl<W: Output> ChromeSink<W> {
                 continue;
             }
             let tail = tail_of(&mut self.tails, &mut self.json_names, ctx, f);
-            self.out.write_all(sep(&mut self.first))?;
-            self.out.write_all(&self.head)?;
+            // The head begins with the separator: the first line of the
+            // file has no comma.
+            let skip = usize::from(std::mem::take(&mut self.first));
+            self.out
+                .write_all(self.head.get(skip..).unwrap_or_default())?;
             self.out.write_all(tail)?;
         }
         if let Some(name) = name {
@@ -527,7 +527,7 @@ impl<W: Output> ChromeSink<W> {
                 begun.ts.clear();
                 begun.ts.extend_from_slice(ts);
             }
-            if let Some(ph) = self.head.get_mut(PH_AT) {
+            if let Some(ph) = self.head.get_mut(SEP_PH_AT) {
                 *ph = b'B';
             }
             for f in ctx.opened {
@@ -616,7 +616,8 @@ fn sep(first: &mut bool) -> &'static [u8] {
 #[derive(Debug, Default)]
 struct Begun {
     ts: Vec<u8>,
-    /// The lines, one after the other, and where each ends.
+    /// The lines, one after the other, each beginning with its
+    /// separator `,\n`, and where each ends.
     lines: Vec<u8>,
     ends: Vec<usize>,
 }
@@ -632,12 +633,13 @@ impl Begun {
     }
 }
 
-/// Where [`begin_line`] puts the phase.
-const PH_AT: usize = 7;
+/// Where the phase is in a slice line's head: [`begin_line`]'s after
+/// the separator `,\n`.
+const SEP_PH_AT: usize = 9;
 
-/// Start `l` afresh with an event's phase, process, thread and time.
+/// Add to `l` the start of an event's line: its phase, process, thread
+/// and time.
 fn begin_line(l: &mut Vec<u8>, ph: u8, pid: u64, tid: u64, ts: &[u8]) {
-    l.clear();
     l.extend_from_slice(br#"{"ph":""#);
     l.push(ph);
     l.extend_from_slice(br#"","pid":"#);
