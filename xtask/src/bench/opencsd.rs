@@ -3,10 +3,15 @@
 //! packets listed, the decode listed (ours as JSON Lines and as text), and
 //! the decode without a listing: ours `--format none`, OpenCSD's
 //! `-decode_only -profile` (its fastest mode, which decodes and prints
-//! nothing) where the lister has that option (v1.8.0 has it, Debian
-//! bookworm's 1.3.3 does not). The runs alternate (every command once per
-//! run), every listing goes to /dev/null, and the CLI decodes on one
-//! thread (`TRACE_CONVERT_JOBS=1`), as `trc_pkt_lister` does.
+//! nothing) where the lister has that option (v1.8.0 and 1.5.5, Debian
+//! trixie's source package, have it; Debian bookworm's 1.3.3 does not).
+//! The runs alternate (every command once per run), every listing goes to
+//! /dev/null, and the CLI decodes on one thread (`TRACE_CONVERT_JOBS=1`),
+//! as `trc_pkt_lister` does.
+//!
+//! Asked only for the goal rows (`--only goal`, not `OpenCSD`), only
+//! `--format none` and `-decode_only -profile` run: OpenCSD's listings of
+//! the goals' sizes take minutes each.
 //!
 //! The lister is the one named by `XTASK_OPENCSD` (a path; its own folder
 //! goes first in `LD_LIBRARY_PATH`, where OpenCSD's makefile build puts its
@@ -237,6 +242,7 @@ struct Cmd {
 const PACKETS: usize = 0;
 const DECODE_ONLY: usize = 2;
 const PROFILE: usize = 3;
+const NONE: usize = 6;
 
 /// Every command, in the order of a run; `PROFILE` only where the lister
 /// has `-profile`.
@@ -320,9 +326,14 @@ pub(super) fn rows(
 ) -> Result<(), String> {
     if !lister.profile {
         rows.push(skipped(format!(
-            "-profile rows: {} has no -profile (set {ENV} to a v1.8.0 trc_pkt_lister)",
+            "-profile rows: {} has no -profile (set {ENV} to a lister that has it, such as v1.8.0's)",
             lister.describe()
         )));
+    }
+    if !opts.wants(TAG) {
+        // Only the goal rows: OpenCSD's listings (minutes each on the
+        // goals' sizes) are not run.
+        return goal_rows(bin, lister, inputs, opts.runs.min(3), rows);
     }
     for input in inputs {
         let name = &input.name;
@@ -397,8 +408,8 @@ pub(super) fn rows(
                     if lister.profile {
                         let fastest = vs(i, PROFILE);
                         let goal = match (i, ptm) {
-                            (6, true) => GOAL_NONE_PTM,
-                            (6, false) => GOAL_NONE,
+                            (NONE, true) => GOAL_NONE_PTM,
+                            (NONE, false) => GOAL_NONE,
                             _ => GOAL_LISTING,
                         };
                         note += &format!(
@@ -429,7 +440,7 @@ pub(super) fn rows(
         // The goal itself, on a row of its own.
         let goal = if ptm { GOAL_NONE_PTM } else { GOAL_NONE };
         let note = if lister.profile {
-            let r = vs(6, PROFILE);
+            let r = vs(NONE, PROFILE);
             format!(
                 "{r:.2}x as fast as OpenCSD -decode_only -profile (goal {goal}x: {})",
                 verdict(r, goal)
@@ -438,7 +449,7 @@ pub(super) fn rows(
             format!(
                 "not measured: {} has no -profile; {:.2}x as fast as -decode_only",
                 lister.describe(),
-                vs(6, DECODE_ONLY)
+                vs(NONE, DECODE_ONLY)
             )
         };
         rows.push(Row {
@@ -447,11 +458,86 @@ pub(super) fn rows(
                 super::goals::TAG
             ),
             bytes: usize::try_from(bytes).unwrap_or(usize::MAX),
-            time: best[6],
+            time: best[NONE],
             instructions: Some(ours),
             base: input.base,
             note,
         });
+    }
+    Ok(())
+}
+
+/// The goal rows alone: `decode --format none` against `-decode_only
+/// -profile`, best of `runs` each, taken in turn; the profile run must
+/// have gone through the whole capture.
+fn goal_rows(
+    bin: &Path,
+    lister: &Lister,
+    inputs: &[Capture],
+    runs: usize,
+    rows: &mut Vec<Row>,
+) -> Result<(), String> {
+    let none = &CMDS[NONE];
+    for input in inputs {
+        let name = &input.name;
+        let bytes = std::fs::metadata(&input.file).map_or(0, |m| m.len());
+        let goal = if name.starts_with("PTM") {
+            GOAL_NONE_PTM
+        } else {
+            GOAL_NONE
+        };
+        let what = format!(
+            "{}: decode --format none vs {TAG}, {name}",
+            super::goals::TAG
+        );
+        let row = |time, note| Row {
+            what: what.clone(),
+            bytes: usize::try_from(bytes).unwrap_or(usize::MAX),
+            time,
+            instructions: None,
+            base: input.base,
+            note,
+        };
+        if !lister.profile {
+            rows.push(row(
+                Duration::ZERO,
+                format!("not measured: {} has no -profile", lister.describe()),
+            ));
+            continue;
+        }
+        let (mut ours, mut theirs) = (Duration::MAX, Duration::MAX);
+        let mut end = (None, String::new());
+        for _ in 0..runs.max(1) {
+            let (t, done, status) = run_lister(lister, &input.snap, CMDS[PROFILE].args, true)?;
+            theirs = theirs.min(t);
+            end = (done, status);
+            let (t, _, _) = run_child(
+                bin,
+                none.args,
+                &input.snap,
+                &[],
+                false,
+                &[("TRACE_CONVERT_JOBS", "1")],
+            )?;
+            ours = ours.min(t);
+        }
+        let note = match end.0 {
+            Some(done) if done >= bytes => {
+                let r = theirs.as_secs_f64() / ours.as_secs_f64();
+                format!(
+                    "{r:.2}x as fast as OpenCSD -decode_only -profile ({:.3} s; goal {goal}x: {}); {}",
+                    theirs.as_secs_f64(),
+                    verdict(r, goal),
+                    lister.describe()
+                )
+            }
+            done => format!(
+                "not measured: trc_pkt_lister -profile processed {} of {bytes} bytes (exit: {})",
+                done.map_or_else(|| "?".to_owned(), |d| d.to_string()),
+                end.1
+            ),
+        };
+        rows.push(row(ours, note));
     }
     Ok(())
 }
