@@ -69,6 +69,9 @@ pub struct ChromeSink<W: Output> {
     /// The thread of the latest event and its `pid` and `tid`: events
     /// come from one thread after another in long runs.
     last_ids: Option<(ThreadKey, (u64, u64))>,
+    /// Where in `begun` the thread of `last_ids` holds its lines
+    /// (`Some(None)`: nowhere yet), once looked up for it.
+    begun_of_last: Option<Option<usize>>,
     names: FastMap<u8, String>,
     /// The profile of each source's core, by trace ID.
     profiles: Profiles,
@@ -120,6 +123,7 @@ impl<W: Output> ChromeSink<W> {
             pids: FastMap::default(),
             known: FastMap::default(),
             last_ids: None,
+            begun_of_last: None,
             names: FastMap::default(),
             profiles: Profiles::default(),
             tasks: FastMap::default(),
@@ -278,7 +282,7 @@ impl<W: Output> ChromeSink<W> {
         let Some(begun) = self.begun.get_mut(i) else {
             return Ok(());
         };
-        if begun.ends.is_empty() || ts.is_some_and(|ts| ts == begun.ts.as_slice()) {
+        if begun.ends.is_empty() || ts.is_some_and(|ts| same_ts(ts, &begun.ts)) {
             return Ok(());
         }
         // Each line begins with its separator, `,\n`: written in one go,
@@ -301,6 +305,23 @@ impl<W: Output> ChromeSink<W> {
             }
         }
         self.find_begun(thread, make)
+    }
+
+    /// [`begun_index`](Self::begun_index) for the thread of the event
+    /// being written, whose ids were just asked for
+    /// ([`ids`](Self::ids)): kept from its previous event.
+    #[inline(always)]
+    fn begun_of_event(&mut self, thread: ThreadKey, make: bool) -> Option<usize> {
+        debug_assert!(self.last_ids.is_some_and(|(t, _)| t == thread));
+        match self.begun_of_last {
+            Some(Some(i)) => Some(i),
+            Some(None) if !make => None,
+            _ => {
+                let at = self.begun_index(thread, make);
+                self.begun_of_last = Some(at);
+                at
+            }
+        }
     }
 
     /// [`begun_index`](Self::begun_index) from the map.
@@ -333,6 +354,7 @@ impl<W: Output> ChromeSink<W> {
         }
         let ids = self.new_ids(thread)?;
         self.last_ids = Some((thread, ids));
+        self.begun_of_last = None;
         Ok(ids)
     }
 
@@ -480,7 +502,7 @@ impl<W: Output> ChromeSink<W> {
         ts: &[u8],
     ) -> io::Result<()> {
         let thread = ctx.thread;
-        let at = self.begun_index(thread, false);
+        let at = self.begun_of_event(thread, false);
         self.write_begun_at(at, Some(ts))?;
         if self.head_ids == Some((pid, tid)) {
             self.head.truncate(self.head_len);
@@ -518,7 +540,7 @@ impl<W: Output> ChromeSink<W> {
         if !ctx.opened.is_empty() {
             let at = match at {
                 Some(i) => Some(i),
-                None => self.begun_index(thread, true),
+                None => self.begun_of_event(thread, true),
             };
             let Some(begun) = at.and_then(|i| self.begun.get_mut(i)) else {
                 return Ok(());
@@ -554,6 +576,7 @@ struct Tail {
 /// The [`Tail`] of frame `f`, made unless the one of its function is for
 /// `f`'s kind and entry; `json_names` keeps the function names as JSON
 /// strings.
+#[inline(always)]
 fn tail_of<'t>(
     tails: &'t mut Vec<Option<Tail>>,
     json_names: &mut Vec<Option<Box<[u8]>>>,
@@ -561,40 +584,62 @@ fn tail_of<'t>(
     f: &Frame,
 ) -> &'t [u8] {
     let at = f.func.0 as usize;
+    let made = tails
+        .get(at)
+        .and_then(Option::as_ref)
+        .is_some_and(|t| t.kind == f.kind && t.entry == f.entry);
+    if !made {
+        make_tail(tails, json_names, ctx, f);
+    }
+    tails
+        .get(at)
+        .and_then(Option::as_ref)
+        .map_or(&[], |t| &t.bytes)
+}
+
+/// Make the [`Tail`] of frame `f` ([`tail_of`]).
+#[cold]
+#[inline(never)]
+fn make_tail(
+    tails: &mut Vec<Option<Tail>>,
+    json_names: &mut Vec<Option<Box<[u8]>>>,
+    ctx: &EventCtx<'_>,
+    f: &Frame,
+) {
+    let at = f.func.0 as usize;
     if tails.len() <= at {
         tails.resize_with(at + 1, || None);
     }
-    let Some(slot) = tails.get_mut(at) else {
-        return &[];
+    if json_names.len() <= at {
+        json_names.resize(at + 1, None);
+    }
+    let name: &[u8] = match json_names.get_mut(at) {
+        Some(n) => n.get_or_insert_with(|| json_str(ctx.name(f)).into_bytes().into_boxed_slice()),
+        None => b"\"\"",
     };
-    if !slot
-        .as_ref()
-        .is_some_and(|t| t.kind == f.kind && t.entry == f.entry)
-    {
-        if json_names.len() <= at {
-            json_names.resize(at + 1, None);
-        }
-        let name: &[u8] = match json_names.get_mut(at) {
-            Some(n) => {
-                n.get_or_insert_with(|| json_str(ctx.name(f)).into_bytes().into_boxed_slice())
-            }
-            None => b"\"\"",
-        };
-        let mut l = Vec::with_capacity(64 + name.len());
-        l.extend_from_slice(br#","cat":""#);
-        l.extend_from_slice(f.kind.name().as_bytes());
-        l.extend_from_slice(br#"","name":"#);
-        l.extend_from_slice(name);
-        l.extend_from_slice(br#","args":{"entry":"#);
-        push_hex_str(&mut l, f.entry);
-        l.extend_from_slice(b"}}");
+    let mut l = Vec::with_capacity(64 + name.len());
+    l.extend_from_slice(br#","cat":""#);
+    l.extend_from_slice(f.kind.name().as_bytes());
+    l.extend_from_slice(br#"","name":"#);
+    l.extend_from_slice(name);
+    l.extend_from_slice(br#","args":{"entry":"#);
+    push_hex_str(&mut l, f.entry);
+    l.extend_from_slice(b"}}");
+    if let Some(slot) = tails.get_mut(at) {
         *slot = Some(Tail {
             kind: f.kind,
             entry: f.entry,
             bytes: l.into_boxed_slice(),
         });
     }
-    slot.as_ref().map_or(&[], |t| &t.bytes)
+}
+
+/// Whether two written times are the same. Times written one after the
+/// other mostly differ in their last digits, so they are compared from
+/// the end, in the loop, without a call to `memcmp`.
+#[inline(always)]
+fn same_ts(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().rev().zip(b.iter().rev()).all(|(x, y)| x == y)
 }
 
 /// The separator before a line: none but a line break before the first.
@@ -673,7 +718,9 @@ fn write_ts(out: &mut Vec<u8>, clock: &ClockInfo, ticks: u64) {
             let (micros, frac) = split_ts(ticks, hz);
             out.extend_from_slice(itoa::Buffer::new().format(micros).as_bytes());
             out.push(b'.');
-            out.extend_from_slice(&frac_digits(frac));
+            // Worked out: the reference `EventTs`, which looks the digits
+            // up, is tested against.
+            out.extend_from_slice(&three_digits(frac));
         }
         None => out.extend_from_slice(format!("{:.3}", clock.micros(ticks)).as_bytes()),
     }
@@ -711,15 +758,34 @@ fn split_ts(ticks: u64, hz: u64) -> (u64, u16) {
     }
 }
 
-/// The three digits of `frac` (below 1000).
+/// The three digits of `frac` (below 1000), looked up.
 #[inline]
 fn frac_digits(frac: u16) -> [u8; 3] {
+    FRAC_DIGITS
+        .get(usize::from(frac))
+        .copied()
+        .unwrap_or_else(|| three_digits(frac))
+}
+
+/// The three digits of `frac`, worked out (modulo 1000).
+const fn three_digits(frac: u16) -> [u8; 3] {
     [
         b'0' + (frac / 100 % 10) as u8,
         b'0' + (frac / 10 % 10) as u8,
         b'0' + (frac % 10) as u8,
     ]
 }
+
+/// [`three_digits`] of 0 to 999.
+static FRAC_DIGITS: [[u8; 3]; 1000] = {
+    let mut t = [[0u8; 3]; 1000];
+    let mut i = 0;
+    while i < 1000 {
+        t[i] = three_digits(i as u16);
+        i += 1;
+    }
+    t
+};
 
 /// An event's `ts` as [`write_ts`] writes it, made from the previous
 /// one's: events come in order of time, many within one microsecond,
@@ -1034,6 +1100,22 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_digit_table_spells_every_thousandth() {
+        for f in 0..1000u16 {
+            assert_eq!(frac_digits(f), format!("{f:03}").as_bytes(), "{f}");
+        }
+    }
+
+    #[test]
+    fn times_are_the_same_only_when_every_byte_is() {
+        assert!(same_ts(b"12.345", b"12.345"));
+        assert!(same_ts(b"", b""));
+        assert!(!same_ts(b"12.345", b"12.346"));
+        assert!(!same_ts(b"12.345", b"22.345"));
+        assert!(!same_ts(b"2.345", b"12.345"));
     }
 
     #[test]
