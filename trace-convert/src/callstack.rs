@@ -1580,17 +1580,15 @@ mod tests {
         assert_eq!(s.stack(k).len(), 2);
     }
 
-    #[test]
-    fn inlined_frames_nest_calls_and_come_back_after_returns() {
-        use crate::symbols::Function;
-        let f = |start: u32, end: u32, name: &str| Function {
+    /// `outer` at 0x100..0x200 has `a` inlined at 0x110..0x130, and `b`
+    /// inlined in `a` at 0x118..0x120; `leaf` is at 0x300..0x320.
+    fn outer_with_inlined_code() -> Symbolizer {
+        let f = |start: u32, end: u32, name: &str| crate::symbols::Function {
             start,
             end,
             name: name.to_owned(),
             thumb: false,
         };
-        // `outer` has `a` inlined at 0x110..0x130, and `b` inlined in `a`
-        // at 0x118..0x120; it calls `leaf` from 0x11c (inside `b`).
         let mut sym =
             Symbolizer::with_functions(vec![f(0x100, 0x200, "outer"), f(0x300, 0x320, "leaf")]);
         sym.with_test_scopes(
@@ -1600,6 +1598,13 @@ mod tests {
                 (0x118, 0x120, &[("a", 0x110), ("b", 0x118)]),
             ],
         );
+        sym
+    }
+
+    #[test]
+    fn inlined_frames_nest_calls_and_come_back_after_returns() {
+        // `outer` calls `leaf` from 0x11c (inside `b`, inlined in `a`).
+        let sym = outer_with_inlined_code();
         for quick in [false, true] {
             let mut s = CallStacks::default();
             let feed = |s: &mut CallStacks, e: &Event| feed_either(s, e, quick, &sym);
@@ -1660,21 +1665,7 @@ mod tests {
     #[test]
     fn the_return_filter_is_the_frames_own() {
         use proptest::prelude::*;
-        let f = |start, end, name: &str| crate::symbols::Function {
-            start,
-            end,
-            name: name.to_owned(),
-            thumb: false,
-        };
-        let mut inl =
-            Symbolizer::with_functions(vec![f(0x100, 0x200, "outer"), f(0x300, 0x320, "leaf")]);
-        inl.with_test_scopes(
-            0,
-            &[
-                (0x110, 0x130, &[("a", 0x110)]),
-                (0x118, 0x120, &[("a", 0x110), ("b", 0x118)]),
-            ],
-        );
+        let inl = outer_with_inlined_code();
         let empty = Symbolizer::empty();
         // A step: an address among a few (so that returns and branches
         // meet return addresses), how the range ends, or another event.
