@@ -1093,6 +1093,20 @@ impl<'a> Converter<'a> {
             tasks: self.tracker.tasks(),
             switch: switch.as_ref(),
         };
+        if let ([s], [interest]) = (self.sinks.as_mut_slice(), self.interests.as_slice()) {
+            // One sink, the common case: no loop.
+            if !interest.wants(e, changed) {
+                return Ok(());
+            }
+            return match s.event(e, &ctx) {
+                Ok(Flow::Continue) => Ok(()),
+                Ok(Flow::Stop) => {
+                    self.stops.push(0);
+                    self.apply_stops()
+                }
+                Err(err) => Err(event_error(s.name(), e, &err)),
+            };
+        }
         let mut stop = false;
         for (i, (s, interest)) in self.sinks.iter_mut().zip(&self.interests).enumerate() {
             if interest.wants(e, changed) {

@@ -151,3 +151,20 @@ fn once_every_sink_stopped_the_decode_ends() {
         "{taken} events taken, {handed} handed"
     );
 }
+
+#[test]
+fn a_sink_alone_that_stops_ends_the_decode() {
+    let (_, full) = run(Vec::new(), false);
+    for interest in [Interest::Every, Interest::Weights, Interest::StackChanges] {
+        let (stopper, seen) = Stopper::new(interest, 4);
+        let (_, report) = run(vec![stopper], false);
+        let seen = seen.lock().expect("lock");
+        assert_eq!(seen.calls, 4, "{interest:?}: no call after Stop");
+        assert_eq!(seen.finished, 1, "{interest:?}: finished once");
+        let taken = total_events(&report);
+        assert!(
+            taken > 0 && taken < total_events(&full),
+            "{interest:?}: {taken} events taken"
+        );
+    }
+}
