@@ -407,10 +407,10 @@ pub(super) fn rows(
                     }
                     if lister.profile {
                         let fastest = vs(i, PROFILE);
-                        let goal = match (i, ptm) {
-                            (NONE, true) => GOAL_NONE_PTM,
-                            (NONE, false) => GOAL_NONE,
-                            _ => GOAL_LISTING,
+                        let goal = if i == NONE {
+                            none_goal(name)
+                        } else {
+                            GOAL_LISTING
                         };
                         note += &format!(
                             "; {fastest:.2}x as fast as -profile (goal {goal}x: {})",
@@ -438,13 +438,9 @@ pub(super) fn rows(
             });
         }
         // The goal itself, on a row of its own.
-        let goal = if ptm { GOAL_NONE_PTM } else { GOAL_NONE };
+        let goal = none_goal(name);
         let note = if lister.profile {
-            let r = vs(NONE, PROFILE);
-            format!(
-                "{r:.2}x as fast as OpenCSD -decode_only -profile (goal {goal}x: {})",
-                verdict(r, goal)
-            )
+            profile_verdict(vs(NONE, PROFILE), goal)
         } else {
             format!(
                 "not measured: {} has no -profile; {:.2}x as fast as -decode_only",
@@ -453,10 +449,7 @@ pub(super) fn rows(
             )
         };
         rows.push(Row {
-            what: format!(
-                "{}: decode --format none vs {TAG}, {name}",
-                super::goals::TAG
-            ),
+            what: goal_row_name(name),
             bytes: usize::try_from(bytes).unwrap_or(usize::MAX),
             time: best[NONE],
             instructions: Some(ours),
@@ -465,6 +458,32 @@ pub(super) fn rows(
         });
     }
     Ok(())
+}
+
+/// The goal of `decode --format none` against `-profile` on the input
+/// named `name`.
+fn none_goal(name: &str) -> f64 {
+    if name.starts_with("PTM") {
+        GOAL_NONE_PTM
+    } else {
+        GOAL_NONE
+    }
+}
+
+/// The name of the goal row of the input named `name`.
+fn goal_row_name(name: &str) -> String {
+    format!(
+        "{}: decode --format none vs {TAG}, {name}",
+        super::goals::TAG
+    )
+}
+
+/// What the goal row says of a ratio `r` against `-profile` for `goal`.
+fn profile_verdict(r: f64, goal: f64) -> String {
+    format!(
+        "{r:.2}x as fast as OpenCSD -decode_only -profile (goal {goal}x: {})",
+        verdict(r, goal)
+    )
 }
 
 /// The goal rows alone: `decode --format none` against `-decode_only
@@ -481,15 +500,8 @@ fn goal_rows(
     for input in inputs {
         let name = &input.name;
         let bytes = std::fs::metadata(&input.file).map_or(0, |m| m.len());
-        let goal = if name.starts_with("PTM") {
-            GOAL_NONE_PTM
-        } else {
-            GOAL_NONE
-        };
-        let what = format!(
-            "{}: decode --format none vs {TAG}, {name}",
-            super::goals::TAG
-        );
+        let goal = none_goal(name);
+        let what = goal_row_name(name);
         let row = |time, note| Row {
             what: what.clone(),
             bytes: usize::try_from(bytes).unwrap_or(usize::MAX),
@@ -525,9 +537,9 @@ fn goal_rows(
             Some(done) if done >= bytes => {
                 let r = theirs.as_secs_f64() / ours.as_secs_f64();
                 format!(
-                    "{r:.2}x as fast as OpenCSD -decode_only -profile ({:.3} s; goal {goal}x: {}); {}",
+                    "{}; OpenCSD {:.3} s; {}",
+                    profile_verdict(r, goal),
                     theirs.as_secs_f64(),
-                    verdict(r, goal),
                     lister.describe()
                 )
             }
