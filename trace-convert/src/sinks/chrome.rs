@@ -276,20 +276,18 @@ impl<W: Output> ChromeSink<W> {
     }
 
     /// [`write_begun_at`](Self::write_begun_at) for a thread that holds
-    /// lines.
+    /// lines (its only caller sees to that).
     #[inline(never)]
     fn write_held_lines(&mut self, i: usize, ts: Option<&[u8]>) -> io::Result<()> {
         let Some(begun) = self.begun.get_mut(i) else {
             return Ok(());
         };
-        if begun.ends.is_empty() || ts.is_some_and(|ts| same_ts(ts, &begun.ts)) {
+        if ts.is_some_and(|ts| same_ts(ts, &begun.ts)) {
             return Ok(());
         }
-        // Each line begins with its separator, `,\n`: written in one go,
-        // but for the comma of the first line of the file.
-        let skip = usize::from(std::mem::take(&mut self.first));
+        // Each line begins with its separator: written in one go.
         self.out
-            .write_all(begun.lines.get(skip..).unwrap_or_default())?;
+            .write_all(separated(&mut self.first, &begun.lines))?;
         begun.lines.clear();
         begun.ends.clear();
         Ok(())
@@ -527,11 +525,7 @@ impl<W: Output> ChromeSink<W> {
                 continue;
             }
             let tail = tail_of(&mut self.tails, &mut self.json_names, ctx, f);
-            // The head begins with the separator: the first line of the
-            // file has no comma.
-            let skip = usize::from(std::mem::take(&mut self.first));
-            self.out
-                .write_all(self.head.get(skip..).unwrap_or_default())?;
+            self.out.write_all(separated(&mut self.first, &self.head))?;
             self.out.write_all(tail)?;
         }
         if let Some(name) = name {
@@ -640,6 +634,14 @@ fn make_tail(
 #[inline(always)]
 fn same_ts(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().rev().zip(b.iter().rev()).all(|(x, y)| x == y)
+}
+
+/// Lines that begin with the separator `,\n` ([`sep`]'s after the
+/// first line), without the comma when they are the first of the file.
+#[inline(always)]
+fn separated<'l>(first: &mut bool, lines: &'l [u8]) -> &'l [u8] {
+    let skip = usize::from(std::mem::take(first));
+    lines.get(skip..).unwrap_or_default()
 }
 
 /// The separator before a line: none but a line break before the first.
@@ -1107,6 +1109,18 @@ mod tests {
         for f in 0..1000u16 {
             assert_eq!(frac_digits(f), format!("{f:03}").as_bytes(), "{f}");
         }
+    }
+
+    #[test]
+    fn separated_lines_lose_only_the_first_comma_of_the_file() {
+        let mut first = true;
+        assert_eq!(separated(&mut first, b",\n{}"), b"\n{}");
+        assert!(!first);
+        assert_eq!(separated(&mut first, b",\n{}"), b",\n{}");
+        // As `sep` puts it before lines written without one.
+        let mut first = true;
+        assert_eq!(sep(&mut first), b"\n");
+        assert_eq!(sep(&mut first), b",\n");
     }
 
     #[test]
