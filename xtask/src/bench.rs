@@ -63,6 +63,24 @@ use trace_core::capture::SLICE;
 
 const CHUNK: usize = 1 << 20;
 
+/// The options of `bench`, each followed by its value.
+const VALUED: [&str; 9] = [
+    "--size-mb",
+    "--file-mb",
+    "--cli-mb",
+    "--opencsd-mb",
+    "--goal-copies",
+    "--rss-mb",
+    "--runs",
+    "--jobs",
+    "--only",
+];
+
+/// What `bench` takes.
+pub const USAGE: &str = "usage: cargo xtask bench [--only TEXT] [--runs N] [--jobs N] \
+     [--size-mb N] [--file-mb N] [--cli-mb N] [--opencsd-mb N] [--goal-copies N] [--rss-mb N]\n\
+     --only TEXT runs the rows whose name contains TEXT (\"goal\": the goals)";
+
 /// Command-line options.
 struct Opts {
     size: usize,
@@ -79,6 +97,15 @@ struct Opts {
 
 impl Opts {
     fn parse(args: &[String]) -> Result<Opts, String> {
+        let mut rest = args.iter();
+        while let Some(a) = rest.next() {
+            if !VALUED.contains(&a.as_str()) {
+                return Err(format!("bench: unknown argument {a:?}\n{USAGE}"));
+            }
+            if rest.next().is_none() {
+                return Err(format!("bench: {a} needs a value\n{USAGE}"));
+            }
+        }
         let value = |name: &str| {
             args.iter()
                 .position(|a| a == name)
@@ -1474,5 +1501,38 @@ impl Drop for TempDir {
         } else {
             let _ = std::fs::remove_dir_all(&self.0);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Opts;
+
+    fn parse(args: &[&str]) -> Result<Opts, String> {
+        let args: Vec<String> = args.iter().map(|a| (*a).to_string()).collect();
+        Opts::parse(&args)
+    }
+
+    #[test]
+    fn options_take_their_values() {
+        let o = parse(&["--only", "goal", "--runs", "3", "--size-mb", "2"]).unwrap();
+        assert_eq!(o.only.as_deref(), Some("goal"));
+        assert_eq!(o.runs, 3);
+        assert_eq!(o.size, 2 << 20);
+        assert!(o.opencsd_size.is_none());
+    }
+
+    #[test]
+    fn an_unknown_argument_or_a_missing_value_is_refused() {
+        for args in [
+            &["--help"][..],
+            &["--runs"],
+            &["--only", "goal", "stray"],
+            &["--run", "3"],
+        ] {
+            let e = parse(args).err().unwrap_or_default();
+            assert!(e.contains("usage: cargo xtask bench"), "{args:?}: {e:?}");
+        }
+        assert!(parse(&["--runs", "x"]).is_err());
     }
 }

@@ -57,6 +57,10 @@ fn main() -> ExitCode {
             ),
         ),
         Some("no-std") => no_std::run(),
+        Some("bench") if args[1..].iter().any(|a| a == "--help" || a == "-h") => {
+            println!("{}", bench::USAGE);
+            Ok(())
+        }
         Some("bench") => bench::run(&testdata_dir(), &args[1..]),
         Some("bench-decode") => bench::child(&args[1..]),
         Some("gen-corpus") => corpus::generate().and_then(|()| example::generate()),
@@ -65,7 +69,7 @@ fn main() -> ExitCode {
         Some("assets") => assets::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | conformance [--decode] [--verbose] | no-std | bench [--size-mb N] [--opencsd-mb N] \
+                "usage: cargo xtask <ci | conformance [--decode] [--verbose] | no-std | bench [--help] \
                  | gen-corpus | gen-example | check-corpus [--qemu] | assets [DIR]>"
             );
             return ExitCode::from(2);
