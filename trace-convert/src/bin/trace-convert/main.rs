@@ -866,26 +866,35 @@ fn decode_listing(
         .options(jobs::decode_options())
         .block_ranges(matches!(listing, Listing::None))
         .build();
-    let summary = dec::run(
-        capture,
-        &mut decoder,
-        &mut trace_core::capture::each_event(|e| {
-            if matches!(listing, Listing::None) {
-                return Ok(());
-            }
-            if !only.is_empty() && !only.contains(&e.id) {
-                return Ok(());
-            }
-            let mem = args
-                .instructions
-                .then(|| by_id.get(&e.id).map_or(&**images.other(), |m| &**m));
-            match &mut listing {
-                Listing::Fast(l) => l.write(out, e, mem),
-                Listing::Symbolized(f, s, p) => write_event_symbolized(out, *f, e, mem, s, Some(p)),
-                Listing::None => Ok(()),
-            }
-        }),
-    )
+    let summary = if matches!(listing, Listing::None) {
+        // Counted only: a consumer that takes nothing, so that the decode
+        // loop keeps no call per event.
+        dec::run(
+            capture,
+            &mut decoder,
+            &mut trace_core::capture::each_event(|_| Ok(())),
+        )
+    } else {
+        dec::run(
+            capture,
+            &mut decoder,
+            &mut trace_core::capture::each_event(|e| {
+                if !only.is_empty() && !only.contains(&e.id) {
+                    return Ok(());
+                }
+                let mem = args
+                    .instructions
+                    .then(|| by_id.get(&e.id).map_or(&**images.other(), |m| &**m));
+                match &mut listing {
+                    Listing::Fast(l) => l.write(out, e, mem),
+                    Listing::Symbolized(f, s, p) => {
+                        write_event_symbolized(out, *f, e, mem, s, Some(p))
+                    }
+                    Listing::None => Ok(()),
+                }
+            }),
+        )
+    }
     .map_err(read_failure)?;
     if let Listing::Fast(listing) = listing {
         listing
