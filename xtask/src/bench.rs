@@ -333,6 +333,7 @@ fn decode_file(
     spec: &CaptureSpec,
     jobs: Option<usize>,
     on_workers: bool,
+    runs: bool,
 ) -> Result<(u64, Option<ParallelStats>), String> {
     let mut n = 0u64;
     let memory = |name: &str| -> Arc<dyn MemoryImage> {
@@ -344,7 +345,8 @@ fn decode_file(
     let opts = DecodeOptions::chosen_jobs(jobs.unwrap_or(1));
     let mut b = decoder(spec, memory)
         .map_err(|e| e.to_string())?
-        .options(opts);
+        .options(opts)
+        .block_ranges(runs);
     if jobs.is_some() && on_workers {
         b = b.parts(Arc::new(Counting));
     }
@@ -638,21 +640,24 @@ fn snapshot_with(
 /// that decoded them, see [`Parts`]); run by the benchmark as a child
 /// process so that its peak memory can be read.
 pub fn child(args: &[String]) -> Result<(), String> {
-    let usage = "bench-decode DIR JOBS [workers]";
+    let usage = "bench-decode DIR JOBS [workers | runs]";
     let dir = args.first().ok_or(usage)?;
     let jobs: usize = args
         .get(1)
         .ok_or(usage)?
         .parse()
         .map_err(|e| format!("JOBS: {e}"))?;
-    let on_workers = match args.get(2).map(String::as_str) {
-        None => false,
-        Some("workers") => true,
+    // `workers`: counted on the worker threads; `runs`: ETMv3 by runs, as
+    // `decode --format none` decodes it.
+    let (on_workers, runs) = match args.get(2).map(String::as_str) {
+        None => (false, false),
+        Some("workers") => (true, false),
+        Some("runs") => (false, true),
         Some(other) => return Err(format!("`{other}`: {usage}")),
     };
     let input = resolve(Path::new(dir), &SourceFlags::default()).map_err(|e| e.to_string())?;
     let spec = input.captures.first().ok_or("no capture")?;
-    let (n, stats) = decode_file(&input, spec, (jobs > 1).then_some(jobs), on_workers)?;
+    let (n, stats) = decode_file(&input, spec, (jobs > 1).then_some(jobs), on_workers, runs)?;
     // CPU time of the whole process and of this (the calling) thread, in
     // clock ticks: what the threads cost together, and the share of the
     // thread that joins the chunks, hands on every event and works chunks

@@ -340,7 +340,7 @@ pub(super) fn rows(
         let bytes = std::fs::metadata(&input.file).map_or(0, |m| m.len());
         let resolved = resolve(&input.snap, &SourceFlags::default()).map_err(|e| e.to_string())?;
         let spec = resolved.captures.first().ok_or("no capture")?;
-        let (ours, _) = decode_file(&resolved, spec, None, false)?;
+        let (ours, _) = decode_file(&resolved, spec, None, false, false)?;
         let (theirs, done) = opencsd_instructions(lister, &input.snap)?;
         if done.is_some_and(|d| d < bytes) {
             rows.push(Row {
