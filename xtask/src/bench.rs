@@ -1510,6 +1510,7 @@ impl Drop for TempDir {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::Opts;
 
