@@ -10,11 +10,17 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn run(args: &[&str], input: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trace-convert"))
-        .args(args)
-        .arg(input)
-        .output()
-        .unwrap()
+    run_on(args, input, None)
+}
+
+/// `args` on `input`, with `jobs` decoding threads if given (then on
+/// several threads whatever the capture's size).
+fn run_on(args: &[&str], input: &Path, jobs: Option<usize>) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_trace-convert"));
+    if let Some(n) = jobs {
+        c.env("TRACE_CONVERT_JOBS", n.to_string());
+    }
+    c.args(args).arg(input).output().unwrap()
 }
 
 /// Per trace ID: ranges, instructions, addresses not accessible, gaps.
@@ -63,7 +69,11 @@ fn summary(stderr: &str) -> Counts {
 }
 
 fn same_counts_as_jsonl(input: &Path, etm: bool) {
-    let none = run(&["decode", "--format", "none"], input);
+    same_counts_as_jsonl_on(input, etm, None);
+}
+
+fn same_counts_as_jsonl_on(input: &Path, etm: bool, jobs: Option<usize>) {
+    let none = run_on(&["decode", "--format", "none"], input, jobs);
     let stderr = String::from_utf8_lossy(&none.stderr);
     assert!(none.status.success(), "{stderr}");
     assert!(none.stdout.is_empty(), "no listing is written");
@@ -105,6 +115,38 @@ fn real_captures_summary_equals_the_listing_counts() {
     };
     same_counts_as_jsonl(&dir.join("tc2-ptm-rstk-t32"), false);
     same_counts_as_jsonl(&dir.join("TC2"), true);
+}
+
+/// On two threads the workers count the events and keep none: the
+/// summary must still equal the listing's counts, and be the same, line
+/// for line (the trace's contradictions and their first offsets
+/// included), as on one thread, here on TC2's buffer repeated, whose
+/// joins contradict the decoded flow.
+#[test]
+fn two_threads_count_as_one() {
+    let Some(dir) = test_support::opencsd_dir() else {
+        return;
+    };
+    same_counts_as_jsonl_on(&dir.join("tc2-ptm-rstk-t32"), false, Some(2));
+    same_counts_as_jsonl_on(&dir.join("TC2"), true, Some(2));
+    let tmp = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(dir.join("TC2")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let mut bytes = std::fs::read(&path).unwrap();
+            if path.file_name().is_some_and(|n| n == "cstrace.bin") {
+                bytes = bytes.repeat(8);
+            }
+            std::fs::write(tmp.path().join(path.file_name().unwrap()), bytes).unwrap();
+        }
+    }
+    let args = ["decode", "--format", "none"];
+    let one = run_on(&args, tmp.path(), Some(1));
+    let two = run_on(&args, tmp.path(), Some(2));
+    let one_err = String::from_utf8_lossy(&one.stderr);
+    assert!(one_err.contains("contradicted"), "{one_err}");
+    assert_eq!(one.status.code(), two.status.code());
+    assert_eq!(one_err, String::from_utf8_lossy(&two.stderr));
 }
 
 #[test]

@@ -387,6 +387,17 @@ impl Builder {
         self
     }
 
+    /// Whether the decoder decodes on several threads (see
+    /// [`CaptureDecoder::run`]) as built so far: for a consumer that
+    /// chooses its [`Parts`] by it.
+    #[must_use]
+    pub fn runs_in_parallel(&self) -> bool {
+        #[cfg(feature = "parallel")]
+        return self.decoder.parallel();
+        #[cfg(not(feature = "parallel"))]
+        false
+    }
+
     /// The decoder.
     #[must_use]
     pub fn build(self) -> CaptureDecoder {

@@ -28,6 +28,7 @@ use trace_convert::symbols::Symbolizer;
 
 mod assets_cli;
 mod convert_cli;
+mod counted;
 mod jobs;
 mod listing_threads;
 mod outputs_cli;
@@ -860,13 +861,20 @@ fn decode_listing(
 ) -> Result<Totals, ExitCode> {
     let only = &args.input.source.trace_id;
     let by_id = images.by_id(capture);
-    // Counted but not listed: ETMv3's instructions by runs.
-    let mut decoder = dec::decoder(capture, |name| images.of(name))
+    // Counted but not listed: ETMv3's instructions by runs, and on several
+    // threads the events stay with the workers, which count them.
+    let none = matches!(listing, Listing::None);
+    let builder = dec::decoder(capture, |name| images.of(name))
         .map_err(read_failure)?
         .options(jobs::decode_options())
-        .block_ranges(matches!(listing, Listing::None))
-        .build();
-    let summary = if matches!(listing, Listing::None) {
+        .block_ranges(none);
+    let mut decoder = if none && builder.runs_in_parallel() {
+        builder.parts(std::sync::Arc::new(counted::CountedOnly))
+    } else {
+        builder
+    }
+    .build();
+    let summary = if none {
         // Counted only: a consumer that takes nothing, so that the decode
         // loop keeps no call per event.
         dec::run(
