@@ -97,6 +97,10 @@ pub struct ParallelStats {
     pub redone: u64,
     /// Shares without an I-sync, parsed and decoded on the calling thread.
     pub serial: u64,
+    /// Of those, formatted shares the worker gave up before the chunk's
+    /// end, when its sources without an I-sync had kept as many runs as a
+    /// chunk may: the calling thread read them from the chunk's frames.
+    pub given_up: u64,
     /// The most room for events the sources of one chunk held (their
     /// buffers' capacity, in events): with the chunks in flight, what
     /// bounds the memory a parallel decode takes.

@@ -4,6 +4,10 @@ use super::align::{self, frame_at, IdState, Search, Step, Window};
 use super::{is_source_id, FrameMode, Run, FRAME_SIZE, HSYNC, NULL_ID};
 use alloc::vec::Vec;
 
+/// The most whole frames the iterator of [`Deformatter::feed`] unpacks
+/// into its queue at a time: 4 KiB of input.
+const QUEUED_FRAMES: usize = 256;
+
 /// Why bytes were not handed on as a source's data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DiscardReason {
@@ -196,6 +200,13 @@ impl Deformatter {
         self.buf.len() + self.replay.len() - self.replay_pos + self.fill + self.pair_fill
     }
 
+    /// Room of the queue the iterator of [`Deformatter::feed`] hands
+    /// events from.
+    #[cfg(test)]
+    pub(crate) fn queue_room(&self) -> usize {
+        self.queue.capacity()
+    }
+
     /// Byte positions the alignment search has looked at (continuous
     /// mode).
     #[cfg(test)]
@@ -310,11 +321,14 @@ impl Deformatter {
                     self.queue.push(FrameEvent::Data(run));
                 }
                 FrameMode::Memory => {
-                    // Fast path: every whole frame of the chunk straight
-                    // from it (events queue up: at most one per 5 bytes).
+                    // Fast path: whole frames straight from the chunk, up
+                    // to QUEUED_FRAMES of them, so that the queue stays
+                    // small whatever the chunk's size (frames of garbage
+                    // give a run for nearly every byte).
                     if self.fill == 0 && chunk.len() - pos >= FRAME_SIZE {
                         let mut queue = core::mem::take(&mut self.queue);
-                        pos = self.whole_frames(chunk, pos, &mut queue);
+                        let end = chunk.len().min(pos + QUEUED_FRAMES * FRAME_SIZE);
+                        pos = self.whole_frames(&chunk[..end], pos, &mut queue);
                         self.queue = queue;
                     } else {
                         let b = chunk[pos];
@@ -328,7 +342,8 @@ impl Deformatter {
                 FrameMode::Continuous => {
                     if self.clean_frame_ahead(chunk, pos) && self.suspicion_free(chunk, pos) {
                         let mut queue = core::mem::take(&mut self.queue);
-                        pos = self.continuous_frames(chunk, pos, &mut queue);
+                        let end = chunk.len().min(pos + QUEUED_FRAMES * FRAME_SIZE);
+                        pos = self.continuous_frames(&chunk[..end], pos, &mut queue);
                         self.queue = queue;
                         continue;
                     }

@@ -270,6 +270,31 @@ proptest! {
     }
 }
 
+/// A large chunk fed at once: `feed`'s iterator unpacks a few frames at a
+/// time, so its queue stays small on frames of garbage, where nearly every
+/// other byte starts a run (the events are those of `feed_each`).
+#[test]
+fn feed_queues_a_few_frames_at_a_time() {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let data: Vec<u8> = (0..64 << 10)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 32) as u8
+        })
+        .collect();
+    for mode in [FrameMode::Memory, FrameMode::Continuous] {
+        let mut d = Deformatter::new(mode);
+        let got = collect(&mut d, &data, data.len());
+        assert!(got.len() > 8 << 10, "{mode:?}: {} events", got.len());
+        // 256 frames of at most 8 runs each, in a vector that doubles.
+        assert!(d.queue_room() <= 4096, "{mode:?}: {}", d.queue_room());
+        let want = collect_each(&mut Deformatter::new(mode), &data, data.len());
+        assert_eq!(got, want, "{mode:?}");
+    }
+}
+
 /// Where an event's bytes start.
 fn event_offset(e: &FrameEvent) -> u64 {
     match e {

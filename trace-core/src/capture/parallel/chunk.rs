@@ -40,6 +40,13 @@ use std::sync::Arc;
 /// real parser re-reads them at the join), and afterwards.
 const SEEK_PIECE: usize = 16;
 const PIECE: usize = 64 << 10;
+/// Formatted input: the most runs a chunk's sources keep together for
+/// the join. A source that would keep more is given up by the worker and
+/// parsed whole by the join from the chunk's frames, so that bytes where
+/// no I-sync comes (garbage, or a source whose trace was lost) cost no
+/// more memory than a valid chunk (a run is 40 bytes for up to 15 bytes
+/// of payload: random frames give runs of a byte or two).
+const KEPT_RUNS: usize = 1 << 16;
 
 /// What every chunk shares.
 pub(super) struct Shared {
@@ -130,6 +137,10 @@ pub(super) struct LaneDone {
     /// including the stitch's, or all of them when there is no stitch:
     /// the join parses them again with the real parser.
     pub(super) runs: Vec<(u64, Run)>,
+    /// Formatted input: the worker gave the source up, its runs not kept
+    /// (see [`KEPT_RUNS`]), and there is no stitch: the join reads all of
+    /// the source's runs from the chunk's frames.
+    pub(super) given_up: bool,
 }
 
 /// A decoded chunk.
@@ -169,6 +180,8 @@ struct Lane {
     runs: Vec<(u64, Run)>,
     /// The source has bytes in the chunk itself (not only in the warm-up).
     in_chunk: bool,
+    /// Given up before its stitch: see [`LaneDone::given_up`].
+    given_up: bool,
 }
 
 /// A part, and whether the events it is given are kept too.
@@ -364,6 +377,15 @@ impl Lane {
         });
     }
 
+    /// Stop working the source before its stitch: its runs are let go
+    /// (the join reads them from the frames) and nothing more is decoded.
+    #[cold]
+    fn give_up(&mut self) {
+        self.in_chunk = true;
+        self.given_up = true;
+        self.runs = Vec::new();
+    }
+
     /// The lane's results; its decoder's code cache is kept for later
     /// chunks (the decoder, should the join take it over, goes on without).
     fn done(mut self, caches: &Caches) -> LaneDone {
@@ -380,6 +402,7 @@ impl Lane {
             part: self.part.map(|p| (p.part, p.stamps)),
             counts: self.counts,
             runs: self.runs,
+            given_up: self.given_up,
         }
     }
 }
@@ -444,6 +467,7 @@ pub(super) fn run_chunk(
             counts: SourceCounts::default(),
             runs: Vec::new(),
             in_chunk: false,
+            given_up: false,
         })
     };
     // Sources with a return stack first decode the bytes before the chunk.
@@ -493,11 +517,22 @@ pub(super) fn run_chunk(
             id_at_start = window.id_at(range.start);
             let mut d = Deformatter::resume_memory(start, id_at_start);
             let mut run_no = 0u64;
+            let mut kept = 0usize;
             for ev in d.feed(bytes) {
                 if let FrameEvent::Data(run) = ev {
                     if let Some(l) = lane(&mut lanes, run.id, &mut make) {
+                        if l.given_up {
+                            run_no += 1;
+                            continue;
+                        }
                         if l.phase != Phase::Decode {
+                            if kept == KEPT_RUNS {
+                                l.give_up();
+                                run_no += 1;
+                                continue;
+                            }
                             l.runs.push((run_no, run));
+                            kept += 1;
                         }
                         l.piece(run.offset, run.data(), Some(run_no), run_no, caches);
                     }

@@ -110,6 +110,7 @@ impl<F: Consumer + ?Sized> Joiner<'_, '_, F> {
                 Mode::Before
             } else {
                 self.stats.serial += 1;
+                self.stats.given_up += u64::from(d.given_up);
                 Mode::Full
             };
             // Most sources need few events of their own here.
@@ -165,6 +166,9 @@ impl<F: Consumer + ?Sized> Joiner<'_, '_, F> {
                     }
                     if let (Mode::Full, Some(at)) = (l.mode, stitch_at) {
                         l.walk_from = at + 1;
+                    }
+                    if l.done.given_up {
+                        l.walk_from = 0;
                     }
                 }
                 if lanes.iter().any(|(_, l)| l.walk_from != u64::MAX) {
