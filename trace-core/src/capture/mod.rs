@@ -361,7 +361,10 @@ impl Builder {
     /// Hand on every source's ETMv3 instructions by runs rather than
     /// one range per instruction (see
     /// [`DecoderConfig::with_block_ranges`]): what a consumer that needs
-    /// no event per instruction decodes fastest.
+    /// no event per instruction decodes fastest. The instructions are
+    /// the same whatever the threads; where a run goes through a T32 IT
+    /// block that a decoder entered after its IT instruction, the runs
+    /// may be cut in other places on several threads than on one.
     pub fn block_ranges(mut self, on: bool) -> Self {
         self.decoder.plan.block_ranges = on;
         self
