@@ -231,15 +231,8 @@ fn random_frames_hold_room_for_one_chunk_of_events_not_one_per_trace_id() {
     // Bytes from a fixed generator (xorshift) read as formatted frames of
     // every trace ID: a hundred IDs in each chunk, each with few events
     // (here none: no A-sync comes up).
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
-    let bytes: Vec<u8> = (0..1 << 20)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect();
+    let mut rng = test_support::Rng(0x2545_F491_4F6C_DD1D);
+    let bytes: Vec<u8> = (0..1 << 20).map(|_| (rng.next_u64() >> 24) as u8).collect();
     let memory: Arc<dyn MemoryImage> = Arc::new(MemoryMap::new());
     let template = ETM.decoder_config(Protocol::Etmv3, 0x10).expect("ETM");
     let mut d = CaptureDecoder::builder(FrameMode::Memory)

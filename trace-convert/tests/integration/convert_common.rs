@@ -306,3 +306,22 @@ pub fn convert_trace(
     check_chrome(&out.chrome);
     out.folded
 }
+
+/// A copy of the snapshot `src` in `dir`, its trace buffer `buffer`
+/// repeated `copies` times.
+pub fn repeated(src: &Path, buffer: &str, copies: usize, dir: &Path) -> PathBuf {
+    let out = dir.join("snapshot");
+    std::fs::create_dir_all(&out).expect("folder");
+    for entry in std::fs::read_dir(src).expect("snapshot") {
+        let path = entry.expect("entry").path();
+        if !path.is_file() {
+            continue;
+        }
+        let mut bytes = std::fs::read(&path).expect("read");
+        if path.file_name().is_some_and(|n| n == buffer) {
+            bytes = bytes.repeat(copies);
+        }
+        std::fs::write(out.join(path.file_name().expect("name")), bytes).expect("write");
+    }
+    out
+}

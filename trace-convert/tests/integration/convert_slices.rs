@@ -4,7 +4,7 @@
 //! slices' lengths; and so does a whole conversion of the capture, on one
 //! thread and on several (where the join hands on runs of events).
 
-use crate::convert_common::resolve;
+use crate::convert_common::{repeated, resolve};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -185,25 +185,6 @@ fn cli(dir: &Path, elf: Option<&Path>, jobs: usize, out: &Path) -> Vec<Vec<u8>> 
         .iter()
         .map(|name| std::fs::read(out.join(name)).expect("output"))
         .collect()
-}
-
-/// A copy of the snapshot `src` in `dir`, its trace buffer `buffer`
-/// repeated `copies` times.
-fn repeated(src: &Path, buffer: &str, copies: usize, dir: &Path) -> PathBuf {
-    let out = dir.join("snapshot");
-    std::fs::create_dir_all(&out).expect("folder");
-    for entry in std::fs::read_dir(src).expect("snapshot") {
-        let path = entry.expect("entry").path();
-        if !path.is_file() {
-            continue;
-        }
-        let mut bytes = std::fs::read(&path).expect("read");
-        if path.file_name().is_some_and(|n| n == buffer) {
-            bytes = bytes.repeat(copies);
-        }
-        std::fs::write(out.join(path.file_name().expect("name")), bytes).expect("write");
-    }
-    out
 }
 
 #[test]

@@ -130,19 +130,10 @@ fn two_threads_count_as_one() {
     same_counts_as_jsonl_on(&dir.join("tc2-ptm-rstk-t32"), false, Some(2));
     same_counts_as_jsonl_on(&dir.join("TC2"), true, Some(2));
     let tmp = tempfile::tempdir().unwrap();
-    for entry in std::fs::read_dir(dir.join("TC2")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_file() {
-            let mut bytes = std::fs::read(&path).unwrap();
-            if path.file_name().is_some_and(|n| n == "cstrace.bin") {
-                bytes = bytes.repeat(8);
-            }
-            std::fs::write(tmp.path().join(path.file_name().unwrap()), bytes).unwrap();
-        }
-    }
+    let snap = crate::convert_common::repeated(&dir.join("TC2"), "cstrace.bin", 8, tmp.path());
     let args = ["decode", "--format", "none"];
-    let one = run_on(&args, tmp.path(), Some(1));
-    let two = run_on(&args, tmp.path(), Some(2));
+    let one = run_on(&args, &snap, Some(1));
+    let two = run_on(&args, &snap, Some(2));
     let one_err = String::from_utf8_lossy(&one.stderr);
     assert!(one_err.contains("contradicted"), "{one_err}");
     assert_eq!(one.status.code(), two.status.code());

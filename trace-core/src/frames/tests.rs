@@ -275,14 +275,9 @@ proptest! {
 /// other byte starts a run (the events are those of `feed_each`).
 #[test]
 fn feed_queues_a_few_frames_at_a_time() {
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rng = test_support::Rng(0x9E37_79B9_7F4A_7C15);
     let data: Vec<u8> = (0..64 << 10)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 32) as u8
-        })
+        .map(|_| (rng.next_u64() >> 32) as u8)
         .collect();
     for mode in [FrameMode::Memory, FrameMode::Continuous] {
         let mut d = Deformatter::new(mode);

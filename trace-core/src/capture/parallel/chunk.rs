@@ -521,20 +521,17 @@ pub(super) fn run_chunk(
             for ev in d.feed(bytes) {
                 if let FrameEvent::Data(run) = ev {
                     if let Some(l) = lane(&mut lanes, run.id, &mut make) {
-                        if l.given_up {
-                            run_no += 1;
-                            continue;
-                        }
-                        if l.phase != Phase::Decode {
+                        if !l.given_up && l.phase != Phase::Decode {
                             if kept == KEPT_RUNS {
                                 l.give_up();
-                                run_no += 1;
-                                continue;
+                            } else {
+                                l.runs.push((run_no, run));
+                                kept += 1;
                             }
-                            l.runs.push((run_no, run));
-                            kept += 1;
                         }
-                        l.piece(run.offset, run.data(), Some(run_no), run_no, caches);
+                        if !l.given_up {
+                            l.piece(run.offset, run.data(), Some(run_no), run_no, caches);
+                        }
                     }
                     run_no += 1;
                 }
